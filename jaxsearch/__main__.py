@@ -1,0 +1,1 @@
+"""python -m jaxsearch: placeholder until the benchmark harness lands."""

@@ -1,0 +1,146 @@
+"""The public searchsorted: validation, promotion, and per-platform dispatch."""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import _cpu, _gpu, _tuning
+
+Side = Literal["left", "right"]
+JNP_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+IMPLEMENTATIONS = ("cython", "pallas", "xla")
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def searchsorted(
+    a: jax.typing.ArrayLike,
+    v: jax.typing.ArrayLike,
+    side: Side = "left",
+    sorter: jax.typing.ArrayLike | None = None,
+    *,
+    sorted_v: bool | None = None,
+    method: str | None = None,
+    implementation: str | None = None,
+) -> jax.Array:
+    """Find insertion indices of `v` in the sorted array `a`; a drop-in for
+    :func:`jax.numpy.searchsorted` that is fast when `v` is sorted too.
+
+    Returns exactly what ``jnp.searchsorted(a, v, side, sorter)`` returns:
+    the same values, dtype (int32, or int64 when ``len(a)`` needs it) and
+    shape (``v.shape``). NaN sorts after everything, every NaN equal; -0.0
+    equals 0.0.
+
+    Args:
+      a: 1-D array, sorted ascending (NaN last) unless `sorter` is given.
+      v: needles, any shape.
+      side: "left" (first suitable index) or "right" (last).
+      sorter: optional indices that sort `a`, as in numpy.
+      sorted_v: True promises that the flattened `v` is sorted ascending (NaN
+        last): one merge of two sorted streams. A broken promise gives
+        unspecified indices, always within [0, len(a)]. False: any `v`, binary
+        search. None (default): check `v` in one pass and merge when sorted.
+      method: one of jnp's methods ("scan", "scan_unrolled", "sort",
+        "compare_all") to run ``jnp.searchsorted`` with that method; None lets
+        jaxsearch choose.
+      implementation: None (by platform: Cython on CPU, Pallas on CUDA/ROCm,
+        jnp elsewhere), "cython", "pallas" (interpret mode on a CPU backend)
+        or "xla" (``jnp.searchsorted``).
+
+    Returns:
+      Integer array of insertion indices with the shape of `v`.
+
+    Raises:
+      ValueError: `a` is not 1-D, or an unknown side, method or
+        implementation, or an implementation that cannot run here.
+      TypeError: `sorted_v` is not a bool or None, or an input is not an array.
+
+    Example:
+      >>> import jax.numpy as jnp, jaxsearch
+      >>> jaxsearch.searchsorted(jnp.array([1, 2, 2, 3]), jnp.array([2, 4]))
+      Array([1, 4], dtype=int32)
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    if sorted_v is not None and not isinstance(sorted_v, (bool, np.bool_)):
+        raise TypeError(f"sorted_v must be True, False or None, got {sorted_v!r}")
+    if method is not None and method not in JNP_METHODS:
+        raise ValueError(f"method must be None or one of {JNP_METHODS}, got {method!r}")
+    if implementation is not None and implementation not in IMPLEMENTATIONS:
+        raise ValueError(
+            f"implementation must be None or one of {IMPLEMENTATIONS}, got {implementation!r}")
+    if implementation == "cython" and not _cpu.AVAILABLE:
+        raise ValueError(f"implementation='cython' cannot run: {_cpu.UNAVAILABLE_REASON}")
+    if implementation == "pallas" and not _gpu.AVAILABLE:
+        raise ValueError(f"implementation='pallas' cannot run: {_gpu.UNAVAILABLE_REASON}")
+    for name, x in (("a", a), ("v", v), ("sorter", sorter)):
+        if x is not None and not _is_arraylike(x):
+            raise TypeError(f"searchsorted: {name} must be an array or a scalar, "
+                            f"got {type(x).__name__}")
+    if np.ndim(a) != 1:
+        raise ValueError(f"a must be 1-dimensional, got shape {np.shape(a)}")
+
+    if method is not None or implementation == "xla":
+        return jnp.searchsorted(a, v, side=side, sorter=sorter, method=method or "scan")
+    if implementation == "cython" and jax.default_backend() != "cpu":
+        raise ValueError("implementation='cython' needs the CPU backend; "
+                         f"the default backend is {jax.default_backend()!r}")
+    order = {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
+                                                        else bool(sorted_v)]
+    return _searchsorted(a, v, sorter, side=side, order=order,
+                         implementation=implementation)
+
+
+def _is_arraylike(x: object) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)) or \
+        hasattr(x, "__jax_array__")
+
+
+@functools.partial(jax.jit, static_argnames=("side", "order", "implementation"))
+def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | None):
+    dtype = jnp.result_type(a, v)
+    a = jnp.asarray(a, dtype)
+    v = jnp.asarray(v, dtype)
+    if sorter is not None:
+        a = a[sorter]
+    n = a.shape[0]
+    if n > _INT32_MAX and not jax.config.jax_enable_x64:
+        # jnp raises its own error for an index dtype it cannot have.
+        return jnp.searchsorted(a, v, side=side)
+    out_dtype = np.dtype(np.int64 if n > _INT32_MAX else np.int32)
+    if not jnp.issubdtype(dtype, jnp.floating) and not jnp.issubdtype(dtype, jnp.integer) \
+            and dtype != jnp.bool_:
+        return jnp.searchsorted(a, v, side=side)  # complex: no kernel of ours
+    if v.size == 0 or n == 0:
+        return jnp.zeros(v.shape, out_dtype)
+    # Integer output: the gradient is zero, as jnp's.
+    a, v_flat = lax.stop_gradient(a), lax.stop_gradient(v.reshape(-1))
+
+    def xla(a, v):
+        return jnp.searchsorted(a, v, side=side).astype(out_dtype)
+
+    def cython(a, v):
+        if a.dtype not in _cpu.NATIVE_KEY_DTYPES:  # float16, bfloat16: exact in float32
+            a, v = a.astype(jnp.float32), v.astype(jnp.float32)
+        kernel = _tuning.choose_cpu_kernel(n, v.shape[0])
+        return _cpu.search(a, v, side=side, order=order, kernel=kernel, out_dtype=out_dtype)
+
+    def pallas(a, v, interpret=False):
+        return _gpu.search(a, v, side=side, order=order, out_dtype=out_dtype,
+                           interpret=interpret)
+
+    if implementation == "cython":
+        out = cython(a, v_flat)
+    elif implementation == "pallas":
+        out = pallas(a, v_flat, interpret=jax.default_backend() == "cpu")
+    else:
+        gpu = pallas if _gpu.AVAILABLE else xla
+        out = lax.platform_dependent(a, v_flat,
+                                     cpu=cython if _cpu.AVAILABLE else xla,
+                                     cuda=gpu, rocm=gpu, default=xla)
+    return out.reshape(v.shape)

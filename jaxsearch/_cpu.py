@@ -1,0 +1,66 @@
+"""The CPU path: the Cython kernels, called through the XLA FFI as a custom call."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import numpy as np
+
+TARGET_NAME = "jaxsearch_searchsorted_cpu"
+
+try:
+    from . import _cpu_ext
+except ImportError as exc:  # a source checkout that was never built
+    _cpu_ext = None
+    UNAVAILABLE_REASON: str | None = f"the compiled extension did not import ({exc})"
+else:
+    UNAVAILABLE_REASON = None
+
+if _cpu_ext is not None:
+    try:
+        jax.ffi.register_ffi_target(TARGET_NAME, _cpu_ext.handler_capsule(), platform="cpu")
+    except Exception as exc:  # never let registration take JAX down
+        UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
+        warnings.warn(f"jaxsearch: {UNAVAILABLE_REASON}; falling back to jnp.searchsorted",
+                      RuntimeWarning, stacklevel=2)
+
+AVAILABLE = UNAVAILABLE_REASON is None
+ORDERS = ("any", "sorted", "check")
+KERNELS = ("merge", "runs", "bisect")
+
+# The Cython kernels' key types; other real dtypes are converted first.
+NATIVE_KEY_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64,
+    np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
+
+
+def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
+           out_dtype: np.dtype) -> jax.Array:
+    """searchsorted of 1-D `v` in 1-D `a` by the Cython kernels.
+
+    Args:
+      a: sorted keys, NaN last, of a dtype in NATIVE_KEY_DTYPES.
+      v: needles of a's dtype.
+      side: "left" or "right".
+      order: "any" (binary search), "sorted" (trust that v is sorted) or
+        "check" (check, then merge when sorted).
+      kernel: kernel for sorted needles: "merge", "runs" or "bisect".
+      out_dtype: int32 or int64.
+
+    Returns:
+      The insertion indices, shape v.shape, dtype out_dtype.
+    """
+    if not AVAILABLE:
+        raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
+    call = jax.ffi.ffi_call(
+        TARGET_NAME,
+        jax.ShapeDtypeStruct(v.shape, out_dtype),
+        # Leading dimensions are batch dimensions the handler broadcasts, so an
+        # unbatched operand passes as a size-1 batch without a copy.
+        vmap_method="expand_dims",
+    )
+    return call(a, v,
+                right=np.int32(side == "right"),
+                order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]))
