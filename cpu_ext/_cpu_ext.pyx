@@ -3,9 +3,11 @@
 # Call signature (see jaxsearch/_cpu.py): two buffers a (..., n) and v (..., m)
 # of one key dtype, one result (..., m) of int32 or int64; leading dimensions
 # are batch dimensions that broadcast numpy-style (vmap passes an unbatched
-# operand with size-1 batch dimensions, without copying it). Three int32
-# attributes: `right` (0/1), `order` (ORDER_*), `kernel` (KERNEL_*).
+# operand with size-1 batch dimensions, without copying it). Four int32
+# attributes: `right` (0/1), `order` (ORDER_*), `kernel` (KERNEL_*) and
+# `threads` (how many threads split each row's needles).
 from cpython.pycapsule cimport PyCapsule_New
+from cython.parallel cimport prange
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
 from libc.string cimport memcmp
@@ -34,28 +36,43 @@ ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
 
 
+cdef struct Params:
+    bint right
+    int order
+    int kernel
+    int threads
+
+
 cdef void search_row(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                     idx_t* out, bint right, int order, int kernel) noexcept nogil:
+                     idx_t* out, Params params) noexcept nogil:
     cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef Py_ssize_t nv, j
-    cdef Py_ssize_t nan_answer = n if right else na
-    if order == ORDER_ANY or kernel == KERNEL_BISECT or (
-            order == ORDER_CHECK and not is_sorted(v, m)):
-        bisect_kernel(a, na, n, v, m, out, right)
-        return
-    # Sorted needles: their NaN tail is split off like a's.
-    nv = non_nan_prefix(v, m)
-    if kernel == KERNEL_RUNS:
-        runs_kernel(a, na, v, nv, out, right)
-    else:
-        merge_kernel(a, na, v, nv, out, right)
-    for j in range(nv, m):
-        out[j] = <idx_t>nan_answer
+    cdef Py_ssize_t nv = m, j, lo, hi
+    cdef int part
+    cdef bint right = params.right
+    cdef int kernel = params.kernel
+    cdef int threads = params.threads
+    if params.order == ORDER_ANY or (params.order == ORDER_CHECK and not is_sorted(v, m)):
+        kernel = KERNEL_BISECT
+    if kernel != KERNEL_BISECT:
+        # Sorted needles: their NaN tail is split off like a's.
+        nv = non_nan_prefix(v, m)
+        for j in range(nv, m):
+            out[j] = <idx_t>(n if right else na)
+    # Every kernel serves any contiguous slice of the needles on its own.
+    for part in prange(threads, num_threads=threads, schedule="static"):
+        lo = nv * part // threads
+        hi = nv * (part + 1) // threads
+        if kernel == KERNEL_MERGE:
+            merge_kernel(a, na, v + lo, hi - lo, out + lo, right)
+        elif kernel == KERNEL_RUNS:
+            runs_kernel(a, na, v + lo, hi - lo, out + lo, right)
+        else:
+            bisect_kernel(a, na, n, v + lo, hi - lo, out + lo, right)
 
 
 cdef const char* search_batch(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
                               XLA_FFI_Buffer* out_buf, const key_t* a, const key_t* v,
-                              idx_t* out, bint right, int order, int kernel) noexcept nogil:
+                              idx_t* out, Params params) noexcept nogil:
     """Runs search_row over the broadcast batch; returns an error message or NULL."""
     cdef int64_t rank = out_buf.rank - 1
     cdef int64_t n = a_buf.dims[a_buf.rank - 1]
@@ -99,51 +116,50 @@ cdef const char* search_batch(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer*
             rest = rest // out_buf.dims[d]
             a_off += idx * a_stride[d]
             v_off += idx * v_stride[d]
-        search_row(a + a_off, n, v + v_off, m, out + row * m, right, order, kernel)
+        search_row(a + a_off, n, v + v_off, m, out + row * m, params)
     return NULL
 
 
 cdef const char* search_key(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
                             XLA_FFI_Buffer* out_buf, const key_t* a, const key_t* v,
-                            bint right, int order, int kernel) noexcept nogil:
+                            Params params) noexcept nogil:
     if out_buf.dtype == XLA_FFI_DataType_S32:
         return search_batch(a_buf, v_buf, out_buf, a, v, <int32_t*>out_buf.data,
-                            right, order, kernel)
+                            params)
     if out_buf.dtype == XLA_FFI_DataType_S64:
         return search_batch(a_buf, v_buf, out_buf, a, v, <int64_t*>out_buf.data,
-                            right, order, kernel)
+                            params)
     return b"jaxsearch: the output must be int32 or int64"
 
 
 cdef const char* dispatch_dtype(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
-                                XLA_FFI_Buffer* out_buf, bint right, int order,
-                                int kernel) noexcept nogil:
+                                XLA_FFI_Buffer* out_buf, Params params) noexcept nogil:
     cdef const void* a = a_buf.data
     cdef const void* v = v_buf.data
     cdef XLA_FFI_DataType dt = a_buf.dtype
     if v_buf.dtype != dt:
         return b"jaxsearch: a and v must have the same dtype"
     if dt == XLA_FFI_DataType_F32:
-        return search_key(a_buf, v_buf, out_buf, <const float*>a, <const float*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const float*>a, <const float*>v, params)
     if dt == XLA_FFI_DataType_F64:
-        return search_key(a_buf, v_buf, out_buf, <const double*>a, <const double*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const double*>a, <const double*>v, params)
     if dt == XLA_FFI_DataType_S32:
-        return search_key(a_buf, v_buf, out_buf, <const int32_t*>a, <const int32_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const int32_t*>a, <const int32_t*>v, params)
     if dt == XLA_FFI_DataType_S64:
-        return search_key(a_buf, v_buf, out_buf, <const int64_t*>a, <const int64_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const int64_t*>a, <const int64_t*>v, params)
     if dt == XLA_FFI_DataType_S8:
-        return search_key(a_buf, v_buf, out_buf, <const int8_t*>a, <const int8_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const int8_t*>a, <const int8_t*>v, params)
     if dt == XLA_FFI_DataType_S16:
-        return search_key(a_buf, v_buf, out_buf, <const int16_t*>a, <const int16_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const int16_t*>a, <const int16_t*>v, params)
     # A bool is one byte holding 0 or 1, and False < True: compare as uint8.
     if dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_PRED:
-        return search_key(a_buf, v_buf, out_buf, <const uint8_t*>a, <const uint8_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const uint8_t*>a, <const uint8_t*>v, params)
     if dt == XLA_FFI_DataType_U16:
-        return search_key(a_buf, v_buf, out_buf, <const uint16_t*>a, <const uint16_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const uint16_t*>a, <const uint16_t*>v, params)
     if dt == XLA_FFI_DataType_U32:
-        return search_key(a_buf, v_buf, out_buf, <const uint32_t*>a, <const uint32_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const uint32_t*>a, <const uint32_t*>v, params)
     if dt == XLA_FFI_DataType_U64:
-        return search_key(a_buf, v_buf, out_buf, <const uint64_t*>a, <const uint64_t*>v, right, order, kernel)
+        return search_key(a_buf, v_buf, out_buf, <const uint64_t*>a, <const uint64_t*>v, params)
     return b"jaxsearch: unsupported key dtype (convert float16/bfloat16 to float32 first)"
 
 
@@ -177,12 +193,16 @@ cdef bint attr_is(const XLA_FFI_ByteSpan* name, const char* expected, size_t len
     return name.len == length and memcmp(name.ptr, expected, length) == 0
 
 
+cdef const char* ATTRS_EXPECTED = b"jaxsearch: expected int32 attributes kernel, order, right, threads"
+
+
 cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     cdef const XLA_FFI_Extension_Base* ext = cf.extension_start
-    cdef int32_t values[3]
+    cdef int32_t values[4]
     cdef int64_t k
     cdef const XLA_FFI_Scalar* scalar
     cdef const char* message
+    cdef Params params
     if ext != NULL and ext.type == XLA_FFI_Extension_Metadata:
         return fill_metadata(cf, <XLA_FFI_Metadata_Extension*>ext)
     if cf.struct_size < XLA_FFI_CallFrame_STRUCT_SIZE:
@@ -194,21 +214,23 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     if (cf.args.types[0] != XLA_FFI_ArgType_BUFFER or cf.args.types[1] != XLA_FFI_ArgType_BUFFER
             or cf.rets.types[0] != XLA_FFI_RetType_BUFFER):
         return error(cf, b"jaxsearch: operands and result must be buffers")
-    # Attributes come sorted by name: kernel, order, right.
-    if cf.attrs.size != 3:
-        return error(cf, b"jaxsearch: expected attributes kernel, order, right")
-    for k in range(3):
+    # Attributes come sorted by name: kernel, order, right, threads.
+    if cf.attrs.size != 4:
+        return error(cf, ATTRS_EXPECTED)
+    for k in range(4):
         scalar = <const XLA_FFI_Scalar*>cf.attrs.attrs[k]
         if cf.attrs.types[k] != XLA_FFI_AttrType_SCALAR or scalar.dtype != XLA_FFI_DataType_S32:
             return error(cf, b"jaxsearch: attributes must be int32 scalars")
         values[k] = (<const int32_t*>scalar.value)[0]
     if not (attr_is(cf.attrs.names[0], b"kernel", 6) and attr_is(cf.attrs.names[1], b"order", 5)
-            and attr_is(cf.attrs.names[2], b"right", 5)):
-        return error(cf, b"jaxsearch: expected attributes kernel, order, right")
+            and attr_is(cf.attrs.names[2], b"right", 5) and attr_is(cf.attrs.names[3], b"threads", 7)):
+        return error(cf, ATTRS_EXPECTED)
+    if values[3] < 1 or values[3] > 1024:
+        return error(cf, b"jaxsearch: threads must be in [1, 1024]")
+    params.kernel, params.order, params.right, params.threads = values[0], values[1], values[2] != 0, values[3]
     message = dispatch_dtype(<const XLA_FFI_Buffer*>cf.args.args[0],
                              <const XLA_FFI_Buffer*>cf.args.args[1],
-                             <XLA_FFI_Buffer*>cf.rets.rets[0],
-                             values[2] != 0, values[1], values[0])
+                             <XLA_FFI_Buffer*>cf.rets.rets[0], params)
     return error(cf, message) if message != NULL else NULL
 
 

@@ -30,8 +30,6 @@ ctypedef fused idx_t:
     int64_t
 
 cdef enum:
-    # Width of the window the merge counts in one vectorised step.
-    WINDOW = 16
     # Needles searched in lock-step by the binary search, for memory parallelism.
     LANES = 8
     # Independent merges interleaved in one loop, to hide the loop-carried latency.
@@ -60,7 +58,9 @@ cdef inline Py_ssize_t non_nan_prefix(const key_t* p, Py_ssize_t n) noexcept nog
                 hi = mid
             else:
                 lo = mid + 1
-    return lo
+        return lo
+    else:
+        return n
 
 
 cdef inline Py_ssize_t count_before(const key_t* p, Py_ssize_t lo, Py_ssize_t hi,
@@ -101,53 +101,54 @@ cdef inline bint is_sorted(const key_t* v, Py_ssize_t m) noexcept nogil:
     return True
 
 
-cdef inline Py_ssize_t merge_step(const key_t* a, Py_ssize_t na, key_t x,
-                                  Py_ssize_t i, bint right) noexcept nogil:
-    """Answer for needle x given that a[:i] is counted for it (sorted input).
-
-    Skips whole windows while their last element is counted, then counts the
-    final window branch-free: for sorted a that count is exact.
-    """
-    cdef Py_ssize_t w
-    cdef Py_ssize_t counted
-    while i + WINDOW <= na:
-        if before(a[i + WINDOW - 1], x, right):
-            i += WINDOW
-            continue
-        counted = 0
-        for w in range(WINDOW):
-            counted += before(a[i + w], x, right)
-        return i + counted
-    while i < na and before(a[i], x, right):
-        i += 1
-    return i
-
-
 cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
                               Py_ssize_t m, idx_t* out, bint right) noexcept nogil:
-    """Sorted, NaN-free needles: CHAINS interleaved merges over equal chunks of v."""
-    cdef Py_ssize_t chunk = m // CHAINS, t, j
-    cdef Py_ssize_t i0 = 0, i1, i2, i3
-    if chunk >= 64:
-        i1 = count_before(a, 0, na, v[chunk], right)
-        i2 = count_before(a, 0, na, v[2 * chunk], right)
-        i3 = count_before(a, 0, na, v[3 * chunk], right)
-        for t in range(chunk):
-            i0 = merge_step(a, na, v[t], i0, right)
-            i1 = merge_step(a, na, v[chunk + t], i1, right)
-            i2 = merge_step(a, na, v[2 * chunk + t], i2, right)
-            i3 = merge_step(a, na, v[3 * chunk + t], i3, right)
-            out[t] = <idx_t>i0
-            out[chunk + t] = <idx_t>i1
-            out[2 * chunk + t] = <idx_t>i2
-            out[3 * chunk + t] = <idx_t>i3
-        i0 = i3
-        j = CHAINS * chunk
+    """Sorted, NaN-free needles: CHAINS interleaved branch-free merges over
+    equal chunks of v, each chunk starting where binary search puts its first
+    needle."""
+    # Instantiated once per side so the compiler folds `right` away.
+    if right:
+        merge_side(a, na, v, m, out, True)
     else:
-        j = 0
-    for j in range(j, m):
-        i0 = merge_step(a, na, v[j], i0, right)
-        out[j] = <idx_t>i0
+        merge_side(a, na, v, m, out, False)
+
+
+cdef inline bint merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
+                            idx_t* out, Py_ssize_t* i, Py_ssize_t* j,
+                            bint right) noexcept nogil:
+    """One step of a merge: either a[i] is counted for v[j] (i advances) or
+    v[j] is resolved at i (j advances). Branch-free; the clamped load keeps a
+    broken order in bounds."""
+    cdef bint take_a = (i[0] < na) & before(a[min(i[0], na - 1)], v[j[0]], right)
+    out[j[0]] = <idx_t>i[0]
+    i[0] += take_a
+    j[0] += not take_a
+
+
+cdef inline void merge_side(const key_t* a, Py_ssize_t na, const key_t* v,
+                            Py_ssize_t m, idx_t* out, bint right) noexcept nogil:
+    cdef Py_ssize_t chunk = m // CHAINS, k
+    cdef Py_ssize_t i[CHAINS]
+    cdef Py_ssize_t j[CHAINS]
+    cdef Py_ssize_t end[CHAINS]
+    if na == 0:
+        for k in range(m):
+            out[k] = 0
+        return
+    for k in range(CHAINS):
+        j[k] = k * chunk
+        end[k] = m if k == CHAINS - 1 else (k + 1) * chunk
+        i[k] = count_before(a, 0, na, v[j[k]], right) if j[k] < end[k] else na
+    # The chains run in lock-step while all are live: independent dependency
+    # chains that the core overlaps. Then each finishes alone.
+    while j[0] < end[0] and j[1] < end[1] and j[2] < end[2] and j[3] < end[3]:
+        merge_step(a, na, v, out, &i[0], &j[0], right)
+        merge_step(a, na, v, out, &i[1], &j[1], right)
+        merge_step(a, na, v, out, &i[2], &j[2], right)
+        merge_step(a, na, v, out, &i[3], &j[3], right)
+    for k in range(CHAINS):
+        while j[k] < end[k]:
+            merge_step(a, na, v, out, &i[k], &j[k], right)
 
 
 cdef inline void runs_kernel(const key_t* a, Py_ssize_t na, const key_t* v,

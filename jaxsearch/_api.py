@@ -127,8 +127,11 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     def cython(a, v):
         if a.dtype not in _cpu.NATIVE_KEY_DTYPES:  # float16, bfloat16: exact in float32
             a, v = a.astype(jnp.float32), v.astype(jnp.float32)
-        kernel = _tuning.choose_cpu_kernel(n, v.shape[0])
-        return _cpu.search(a, v, side=side, order=order, kernel=kernel, out_dtype=out_dtype)
+        m = v.shape[0]
+        config = _tuning.cpu_config()
+        threads = 1 if m < config.min_parallel else (config.threads or _cpu.available_cores())
+        return _cpu.search(a, v, side=side, order=order, kernel=_tuning.choose_cpu_kernel(n, m),
+                           out_dtype=out_dtype, threads=threads)
 
     def pallas(a, v, interpret=False):
         return _gpu.search(a, v, side=side, order=order, out_dtype=out_dtype,

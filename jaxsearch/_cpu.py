@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import jax
@@ -35,8 +36,16 @@ NATIVE_KEY_DTYPES = frozenset(np.dtype(t) for t in (
     np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
 
 
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
-           out_dtype: np.dtype) -> jax.Array:
+           out_dtype: np.dtype, threads: int = 1) -> jax.Array:
     """searchsorted of 1-D `v` in 1-D `a` by the Cython kernels.
 
     Args:
@@ -47,6 +56,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
         "check" (check, then merge when sorted).
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
+      threads: how many threads split the needles of each row.
 
     Returns:
       The insertion indices, shape v.shape, dtype out_dtype.
@@ -63,4 +73,5 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     return call(a, v,
                 right=np.int32(side == "right"),
                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
-                kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]))
+                kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
+                threads=np.int32(threads))
