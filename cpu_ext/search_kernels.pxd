@@ -32,8 +32,9 @@ ctypedef fused idx_t:
 cdef enum:
     # Needles searched in lock-step by the binary search, for memory parallelism.
     LANES = 8
-    # Independent merges interleaved in one loop, to hide the loop-carried latency.
-    CHAINS = 4
+    # Independent merges interleaved in one loop, to hide the loop-carried
+    # latency (8 measured fastest on x86-64: 4 and 16 were slower).
+    CHAINS = 8
 
 
 cdef inline bint is_nan(key_t x) noexcept nogil:
@@ -127,7 +128,7 @@ cdef inline bint merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
 
 cdef inline void merge_side(const key_t* a, Py_ssize_t na, const key_t* v,
                             Py_ssize_t m, idx_t* out, bint right) noexcept nogil:
-    cdef Py_ssize_t chunk = m // CHAINS, k
+    cdef Py_ssize_t chunk = m // CHAINS, k, steps, t
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t end[CHAINS]
@@ -139,13 +140,18 @@ cdef inline void merge_side(const key_t* a, Py_ssize_t na, const key_t* v,
         j[k] = k * chunk
         end[k] = m if k == CHAINS - 1 else (k + 1) * chunk
         i[k] = count_before(a, 0, na, v[j[k]], right) if j[k] < end[k] else na
-    # The chains run in lock-step while all are live: independent dependency
-    # chains that the core overlaps. Then each finishes alone.
-    while j[0] < end[0] and j[1] < end[1] and j[2] < end[2] and j[3] < end[3]:
-        merge_step(a, na, v, out, &i[0], &j[0], right)
-        merge_step(a, na, v, out, &i[1], &j[1], right)
-        merge_step(a, na, v, out, &i[2], &j[2], right)
-        merge_step(a, na, v, out, &i[3], &j[3], right)
+    # The chains advance in lock-step: independent dependency chains that the
+    # core overlaps. A step moves j by at most one, so no chain can finish
+    # within `steps` steps and the inner loop needs no test per step.
+    while True:
+        steps = end[0] - j[0]
+        for k in range(1, CHAINS):
+            steps = min(steps, end[k] - j[k])
+        if steps == 0:
+            break
+        for t in range(steps):
+            for k in range(CHAINS):
+                merge_step(a, na, v, out, &i[k], &j[k], right)
     for k in range(CHAINS):
         while j[k] < end[k]:
             merge_step(a, na, v, out, &i[k], &j[k], right)
