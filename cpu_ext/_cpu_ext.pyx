@@ -36,6 +36,13 @@ ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
 
 
+cdef extern from "<fenv.h>" nogil:
+    ctypedef struct fenv_t:
+        pass
+    int fegetenv(fenv_t* env)
+    int fesetenv(const fenv_t* env)
+
+
 cdef struct Params:
     bint right
     int order
@@ -48,6 +55,7 @@ cdef void search_row(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
     cdef Py_ssize_t na = non_nan_prefix(a, n)
     cdef Py_ssize_t nv = m, j, lo, hi
     cdef int part
+    cdef fenv_t caller_env, worker_env
     cdef bint right = params.right
     cdef int kernel = params.kernel
     cdef int threads = params.threads
@@ -58,8 +66,13 @@ cdef void search_row(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
         nv = non_nan_prefix(v, m)
         for j in range(nv, m):
             out[j] = <idx_t>(n if right else na)
+    # XLA runs with denormals flushed to zero, and jnp compares that way: the
+    # worker threads take the caller's floating-point mode for their part.
+    fegetenv(&caller_env)
     # Every kernel serves any contiguous slice of the needles on its own.
     for part in prange(threads, num_threads=threads, schedule="static"):
+        fegetenv(&worker_env)
+        fesetenv(&caller_env)
         lo = nv * part // threads
         hi = nv * (part + 1) // threads
         if kernel == KERNEL_MERGE:
@@ -68,6 +81,7 @@ cdef void search_row(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
             runs_kernel(a, na, v + lo, hi - lo, out + lo, right)
         else:
             bisect_kernel(a, na, n, v + lo, hi - lo, out + lo, right)
+        fesetenv(&worker_env)
 
 
 cdef const char* search_batch(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,

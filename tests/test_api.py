@@ -82,6 +82,24 @@ def test_special_float_values():
     check_matches(jnp.full(5, jnp.nan), jnp.full(3, jnp.nan), "right")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_subnormals_compare_as_jnp_does(dtype):
+    """XLA:CPU flushes subnormals to zero in comparisons; so do we, on every thread."""
+    tiny = float(jnp.finfo(dtype).smallest_subnormal)
+    keys = np.array([-3 * tiny, -tiny, 0.0, tiny, 2 * tiny, 1.0] * 5000, dtype=jnp.dtype(dtype))
+    a, v = jnp.sort(jnp.asarray(keys)), jnp.sort(jnp.asarray(keys[::-1]))
+    for side in SIDES:
+        for sorted_v in SORTED_V:
+            check_matches(a, v, side, sorted_v=sorted_v)
+    search = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+                                                   "threads"))
+    for kernel in _cpu.KERNELS:
+        want = jnp.searchsorted(a, v, "right")
+        got = search(a.astype(jnp.float32), v.astype(jnp.float32), side="right", order="sorted",
+                     kernel=kernel, out_dtype=np.dtype(np.int32), threads=2)
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("v_shape", [(), (3, 4), (2, 0, 3), (1, 1, 7)])
 def test_needle_shapes(v_shape):
     a = jnp.arange(10, dtype=jnp.float32)
