@@ -156,6 +156,18 @@ def test_implementations(implementation):
     check_matches(a, v, "right", implementation=implementation)
 
 
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("dtype", DTYPES_32 + DTYPES_64)
+def test_pallas_interpret_matches_jnp(dtype, side):
+    """implementation="pallas" on a CPU backend: the GPU kernels in interpret
+    mode, checked (sorted_v=None compiles both kernels under lax.cond)."""
+    rng = np.random.default_rng(10)
+    with jax.enable_x64(dtype in DTYPES_64):
+        a = jnp.asarray(sort_keys(random_keys(rng, 100, dtype)))
+        for v in (sort_keys(random_keys(rng, 64, dtype)), random_keys(rng, 64, dtype)):
+            check_matches(a, jnp.asarray(v), side, sorted_v=None, implementation="pallas")
+
+
 def test_jit_and_platform_dispatch_uses_custom_call():
     a, v = jnp.arange(100.0), jnp.linspace(-1, 101, 50)
     f = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=True))
