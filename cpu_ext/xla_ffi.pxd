@@ -4,6 +4,22 @@
 from libc.stdint cimport int64_t
 
 
+cdef extern from *:
+    """
+    #include "xla/ffi/api/c_api.h"
+    /* FFI API 0.4 (jaxlib 0.11) renamed the header of the call frame's
+       extensions, keeping its layout. */
+    #if XLA_FFI_API_MINOR >= 4
+    typedef XLA_FFI_InternalExtension jaxsearch_FfiExtensionBase;
+    #else
+    typedef XLA_FFI_Extension_Base jaxsearch_FfiExtensionBase;
+    #endif
+    """
+    ctypedef struct XLA_FFI_Extension_Base "jaxsearch_FfiExtensionBase":
+        size_t struct_size
+        int type
+
+
 cdef extern from "xla/ffi/api/c_api.h" nogil:
     enum:
         XLA_FFI_API_MAJOR
@@ -13,13 +29,8 @@ cdef extern from "xla/ffi/api/c_api.h" nogil:
         XLA_FFI_CallFrame_STRUCT_SIZE
         XLA_FFI_Metadata_STRUCT_SIZE
 
-    ctypedef enum XLA_FFI_Extension_Type:
+    enum:
         XLA_FFI_Extension_Metadata
-
-    ctypedef struct XLA_FFI_Extension_Base:
-        size_t struct_size
-        XLA_FFI_Extension_Type type
-        XLA_FFI_Extension_Base* next
 
     ctypedef struct XLA_FFI_Api_Version:
         size_t struct_size
