@@ -10,12 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _cpu, _gpu, _tuning
+from . import _cpu, _gpu, _primitive, _tuning
 
 Side = Literal["left", "right"]
 JNP_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 IMPLEMENTATIONS = ("cython", "pallas", "xla")
 _INT32_MAX = int(np.iinfo(np.int32).max)
+# Key dtypes the kernels take, on every platform; jnp serves the others.
+KERNEL_DTYPES = frozenset(jnp.dtype(t) for t in (
+    jnp.bool_, jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.uint8, jnp.uint16, jnp.uint32,
+    jnp.uint64, jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64))
 
 
 def searchsorted(
@@ -113,37 +117,20 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
         # jnp raises its own error for an index dtype it cannot have.
         return jnp.searchsorted(a, v, side=side)
     out_dtype = np.dtype(np.int64 if n > _INT32_MAX else np.int32)
-    if not jnp.issubdtype(dtype, jnp.floating) and not jnp.issubdtype(dtype, jnp.integer) \
-            and dtype != jnp.bool_:
-        return jnp.searchsorted(a, v, side=side)  # complex: no kernel of ours
+    if dtype not in KERNEL_DTYPES:
+        return jnp.searchsorted(a, v, side=side)  # complex, float8, int4: no kernel of ours
     if v.size == 0 or n == 0:
         return jnp.zeros(v.shape, out_dtype)
     # Integer output: the gradient is zero, as jnp's.
     a, v_flat = lax.stop_gradient(a), lax.stop_gradient(v.reshape(-1))
-
-    def xla(a, v):
-        return jnp.searchsorted(a, v, side=side).astype(out_dtype)
-
-    def cython(a, v):
-        if a.dtype not in _cpu.NATIVE_KEY_DTYPES:  # float16, bfloat16: exact in float32
-            a, v = a.astype(jnp.float32), v.astype(jnp.float32)
-        m = v.shape[0]
+    m = v_flat.shape[0]
+    if implementation == "pallas":
+        out = _gpu.search(a, v_flat, side=side, order=order, out_dtype=out_dtype,
+                          interpret=jax.default_backend() == "cpu")
+    else:
         config = _tuning.cpu_config()
         threads = 1 if m < config.min_parallel else (config.threads or _cpu.available_cores())
-        return _cpu.search(a, v, side=side, order=order, kernel=_tuning.choose_cpu_kernel(n, m),
-                           out_dtype=out_dtype, threads=threads)
-
-    def pallas(a, v, interpret=False):
-        return _gpu.search(a, v, side=side, order=order, out_dtype=out_dtype,
-                           interpret=interpret)
-
-    if implementation == "cython":
-        out = cython(a, v_flat)
-    elif implementation == "pallas":
-        out = pallas(a, v_flat, interpret=jax.default_backend() == "cpu")
-    else:
-        gpu = pallas if _gpu.AVAILABLE else xla
-        out = lax.platform_dependent(a, v_flat,
-                                     cpu=cython if _cpu.AVAILABLE else xla,
-                                     cuda=gpu, rocm=gpu, default=xla)
+        out = _primitive.searchsorted(a, v_flat, side=side, order=order, out_dtype=out_dtype,
+                                      cpu_kernel=_tuning.choose_cpu_kernel(n, m),
+                                      cpu_threads=threads)
     return out.reshape(v.shape)

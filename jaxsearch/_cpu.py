@@ -6,6 +6,7 @@ import os
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 TARGET_NAME = "jaxsearch_searchsorted_cpu"
@@ -46,30 +47,26 @@ def available_cores() -> int:
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
            out_dtype: np.dtype, threads: int = 1) -> jax.Array:
-    """searchsorted of 1-D `v` in 1-D `a` by the Cython kernels.
+    """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
-      a: sorted keys, NaN last, of a dtype in NATIVE_KEY_DTYPES.
-      v: needles of a's dtype.
+      a: sorted keys, NaN last, of a dtype in NATIVE_KEY_DTYPES; shape (..., n).
+      v: needles of a's dtype, shape (..., m). Leading dimensions of `a` and
+        `v` are batch dimensions that broadcast as in numpy.
       side: "left" or "right".
       order: "any" (binary search), "sorted" (trust that v is sorted) or
-        "check" (check, then merge when sorted).
+        "check" (check each row, then merge when sorted).
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
       threads: how many threads split the needles of each row.
 
     Returns:
-      The insertion indices, shape v.shape, dtype out_dtype.
+      The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
     if not AVAILABLE:
         raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
-    call = jax.ffi.ffi_call(
-        TARGET_NAME,
-        jax.ShapeDtypeStruct(v.shape, out_dtype),
-        # Leading dimensions are batch dimensions the handler broadcasts, so an
-        # unbatched operand passes as a size-1 batch without a copy.
-        vmap_method="expand_dims",
-    )
+    out_shape = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1]) + v.shape[-1:]
+    call = jax.ffi.ffi_call(TARGET_NAME, jax.ShapeDtypeStruct(out_shape, out_dtype))
     return call(a, v,
                 right=np.int32(side == "right"),
                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),

@@ -135,9 +135,11 @@ def test_sorter():
         np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side, np.asarray(sorter)))
 
 
-def test_complex_falls_back_to_jnp():
+def test_dtypes_without_kernels_fall_back_to_jnp():
     a = jnp.array([1 + 1j, 2 + 0j, 3 - 1j])
     check_matches(a, jnp.array([2 + 0j, 0j]), "left")
+    f8 = jnp.array([-2.0, 0.5, 1.0, 4.0], jnp.float8_e4m3fn)
+    check_matches(f8, jnp.array([0.5, 3.0], jnp.float8_e4m3fn), "right")
 
 
 @pytest.mark.parametrize("method", jaxsearch.JNP_METHODS)
