@@ -9,7 +9,8 @@ through the XLA FFI on CPU, Pallas (Triton) kernels on GPU, jnp elsewhere.
 
 from ._api import IMPLEMENTATIONS, JNP_METHODS, searchsorted
 from ._primitive import export_disabled_checks
+from ._sharded import sharded_searchsorted
 
 __version__ = "0.1.0"
-__all__ = ["searchsorted", "export_disabled_checks", "IMPLEMENTATIONS", "JNP_METHODS",
-           "__version__"]
+__all__ = ["searchsorted", "sharded_searchsorted", "export_disabled_checks",
+           "IMPLEMENTATIONS", "JNP_METHODS", "__version__"]
