@@ -1,12 +1,62 @@
 """Kernel-selection thresholds and tile sizes: every tunable in one place.
 
-The autotuner measures these for a machine and writes them to a cache; until
-then, and for anything the cache lacks, the defaults below hold.
+The autotuner (``python -m jaxsearch.autotune``) measures these for a machine
+and writes them to a JSON cache. A lookup takes the first of:
+
+1. an explicit config (the ``config`` argument, or :func:`use_cpu_config`);
+2. the user cache: ``$JAXSEARCH_TUNING_DIR/<device_kind>/searchsorted.json``,
+   by default under the user cache directory (``$XDG_CACHE_HOME/jaxsearch``
+   or ``~/.cache/jaxsearch``);
+3. the cache shipped with the package:
+   ``jaxsearch/data/autotuning/<device_kind>/searchsorted.json``;
+4. the heuristic defaults (``DEFAULT_CPU_CONFIG``; for the GPU kernels, their
+   own ``default_*_config`` functions, signalled by :func:`gpu_config` or
+   :func:`tuned_gpu_config` returning None).
+
+Within a cache, entries are keyed by kernel ("cpu" for a :class:`CpuConfig`,
+else a GPU config's ``kind``), dtype class (:func:`dtype_class`) and size
+bucket: ``{"size": max(N, M)}`` for the CPU, ``{"n": N, "m": M}`` for the GPU.
+A source answers only for a dtype class it has entries for; among those the
+nearest bucket (in log2 space) wins, so an exact bucket is never required.
+
+The device kind is ``jax.devices()[0].device_kind`` lower-cased, with every run
+of other characters turned into "_" ("NVIDIA H200" -> "nvidia_h200"). Every
+CPU is "cpu": the CPU thresholds are ratios that carry over between x86 hosts,
+and a thread count of 0 means "all cores", so one CPU cache serves any host.
+The host that measured it is recorded in the file's ``meta``.
+
+Cache file format (version 1)::
+
+    {"version": 1, "op": "searchsorted", "device_kind": "cpu",
+     "meta": {...where and how it was measured...},
+     "entries": [{"kernel": "cpu", "dtype": "float32", "bucket": {"size": 1000000},
+                  "config": {...the winner's fields...},
+                  "times": {...the measurements that chose it...}}]}
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+OP = "searchsorted"
+CACHE_VERSION = 1
+CPU_KERNEL = "cpu"  # the kernel key of CpuConfig entries
+TUNING_DIR_ENV = "JAXSEARCH_TUNING_DIR"
+SHIPPED_DIR = Path(__file__).parent / "data" / "autotuning"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,20 +75,285 @@ class CpuConfig:
     threads: int = 0
     min_parallel: int = 1 << 16
 
+    def threads_for(self, m: int, cores: int) -> int:
+        """Threads for a call with m needles on a host with `cores` free: one
+        below min_parallel, else `threads` (0: all cores)."""
+        return 1 if m < self.min_parallel else self.threads or cores
+
 
 DEFAULT_CPU_CONFIG = CpuConfig()
+_CPU_FIELDS = tuple(f.name for f in dataclasses.fields(CpuConfig))
 
 
-def cpu_config() -> CpuConfig:
-    """The CPU configuration in force on this machine."""
-    return DEFAULT_CPU_CONFIG
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """One tuned result: the winning config for a kernel, dtype class and bucket."""
+
+    kernel: str
+    dtype: str
+    bucket: Mapping[str, int]
+    config: Mapping[str, Any]
+    times: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    source: str = ""  # the file it came from; empty until written
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as stored in a cache file."""
+        return {"kernel": self.kernel, "dtype": self.dtype, "bucket": dict(self.bucket),
+                "config": dict(self.config), "times": dict(self.times)}
 
 
-def choose_cpu_kernel(n: int, m: int, config: CpuConfig | None = None) -> str:
+# ---------------------------------------------------------------- keys
+
+
+def normalize_device_kind(kind: str) -> str:
+    """Device kind as a file-name-safe key: "NVIDIA H200" -> "nvidia_h200"."""
+    return re.sub(r"[^a-z0-9]+", "_", kind.lower()).strip("_") or "unknown"
+
+
+def device_kind(platform: str | None = None) -> str:
+    """Normalised device kind of the first device of `platform` (default backend)."""
+    return normalize_device_kind(jax.devices(platform)[0].device_kind)
+
+
+def dtype_class(dtype: Any) -> str:
+    """The dtype class a tuned entry is keyed by: float32/float64/int32/int64.
+
+    Narrow floats (float16, bfloat16) run as float32 and narrow integers and
+    bool in 32-bit registers, so they share the 32-bit class.
+    """
+    dt = np.dtype(dtype)
+    wide = dt.itemsize > 4
+    if jnp.issubdtype(dt, jnp.floating):
+        return "float64" if wide else "float32"
+    return "int64" if wide else "int32"
+
+
+def _bucket_distance(query: Mapping[str, int], bucket: Mapping[str, int]) -> float:
+    """Squared distance in log2 space over the dimensions both name."""
+    return sum((math.log2(max(query[k], 1)) - math.log2(max(bucket[k], 1))) ** 2
+               for k in query.keys() & bucket.keys())
+
+
+# ---------------------------------------------------------------- files
+
+
+def user_cache_dir() -> Path:
+    """Root of the user cache: $JAXSEARCH_TUNING_DIR, else the user cache dir."""
+    if os.environ.get(TUNING_DIR_ENV):
+        return Path(os.environ[TUNING_DIR_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.environ.get("LOCALAPPDATA")
+    return (Path(base) if base else Path.home() / ".cache") / "jaxsearch"
+
+
+def cache_file(root: Path | str, kind: str) -> Path:
+    """Where a cache for device kind `kind` lives under `root`."""
+    return Path(root) / kind / f"{OP}.json"
+
+
+def cache_files(kind: str) -> list[Path]:
+    """The cache files searched for `kind`, in lookup order (user, shipped)."""
+    return [cache_file(user_cache_dir(), kind), cache_file(SHIPPED_DIR, kind)]
+
+
+_loaded: dict[Path, tuple[int, list[CacheEntry]]] = {}
+
+
+def load_entries(path: Path) -> list[CacheEntry]:
+    """The entries of one cache file; [] when missing or unreadable.
+
+    Files are re-read only when their modification time changes, since lookups
+    happen at every trace. A malformed file warns and is ignored: a bad cache
+    must never break a search.
+    """
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return []
+    if path in _loaded and _loaded[path][0] == mtime:
+        return _loaded[path][1]
+    try:
+        data = json.loads(path.read_text())
+        if data.get("version") != CACHE_VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {CACHE_VERSION}")
+        entries = [_entry_from_json(e, str(path)) for e in data["entries"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        warnings.warn(f"jaxsearch: ignoring tuning cache {path}: {exc}", RuntimeWarning,
+                      stacklevel=2)
+        entries = []
+    _loaded[path] = (mtime, entries)
+    return entries
+
+
+def _entry_from_json(e: Mapping[str, Any], source: str) -> CacheEntry:
+    """A cache entry from its JSON form, checked enough that lookups cannot fail."""
+    entry = CacheEntry(kernel=str(e["kernel"]), dtype=str(e["dtype"]), bucket=e["bucket"],
+                       config=e["config"], times=e.get("times", {}), source=source)
+    if not (isinstance(entry.bucket, dict) and isinstance(entry.config, dict)
+            and all(isinstance(x, int | float) for x in entry.bucket.values())):
+        raise TypeError(f"malformed entry {dict(e)!r}")
+    return entry
+
+
+def write_cache(root: Path | str, kind: str, entries: Sequence[CacheEntry],
+                meta: Mapping[str, Any]) -> Path:
+    """Write `entries` into the cache for `kind` under `root` and return its path.
+
+    Entries already in the file survive unless a new one has the same kernel,
+    dtype class and bucket, so sweeps of different grids add up.
+    """
+    path = cache_file(root, kind)
+
+    def key(e: CacheEntry) -> tuple:
+        return e.kernel, e.dtype, tuple(sorted(e.bucket.items()))
+
+    merged = {key(e): e for e in load_entries(path)}
+    merged.update((key(e), e) for e in entries)
+    data = {"version": CACHE_VERSION, "op": OP, "device_kind": kind, "meta": dict(meta),
+            "entries": [merged[k].to_json() for k in sorted(merged)]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)  # atomic: a concurrent reader never sees half a file
+    return path
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """The ``meta`` block of a cache file ({} when missing or unreadable)."""
+    try:
+        return dict(json.loads(path.read_text()).get("meta", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def lookup(kernel: str, dtype: Any, bucket: Mapping[str, int] | None,
+           kind: str) -> CacheEntry | None:
+    """The cached entry for `kernel` and `dtype` nearest to `bucket`, or None.
+
+    Sources are searched in lookup order; the first with any entry for this
+    kernel and dtype class answers. `bucket` None takes the largest bucket.
+    """
+    cls = dtype_class(dtype)
+    for path in cache_files(kind):
+        candidates = [e for e in load_entries(path) if e.kernel == kernel and e.dtype == cls]
+        if not candidates:
+            continue
+        if bucket is None:
+            return max(candidates, key=lambda e: sorted(e.bucket.values(), reverse=True))
+        return min(candidates, key=lambda e: _bucket_distance(bucket, e.bucket))
+    return None
+
+
+# ---------------------------------------------------------------- CPU
+
+
+_cpu_override: contextvars.ContextVar[CpuConfig | None] = contextvars.ContextVar(
+    "jaxsearch_cpu_config", default=None)
+
+
+@contextlib.contextmanager
+def use_cpu_config(config: CpuConfig) -> Iterator[CpuConfig]:
+    """Make `config` the CPU config in force inside the block.
+
+    The config is read when a function is traced and JAX caches traces, so
+    JAX's caches are cleared on entry and on exit: calls inside the block trace
+    afresh with `config`, and calls after it trace afresh without it.
+    Benchmarks and tests use this to compare thread counts and thresholds.
+    """
+    if not isinstance(config, CpuConfig):
+        raise TypeError(f"config must be a CpuConfig, got {type(config).__name__}")
+    token = _cpu_override.set(config)
+    jax.clear_caches()
+    try:
+        yield config
+    finally:
+        _cpu_override.reset(token)
+        jax.clear_caches()
+
+
+def resolve_cpu_config(n: int | None = None, m: int | None = None,
+                       dtype: Any = np.float32) -> tuple[CpuConfig, str]:
+    """The CPU config for a search of m needles in n keys, and where it came from.
+
+    Returns:
+      (config, source): source is "use_cpu_config", a cache file path, or
+      "defaults".
+    """
+    override = _cpu_override.get()
+    if override is not None:
+        return override, "use_cpu_config"
+    sizes = [x for x in (n, m) if x is not None]
+    entry = lookup(CPU_KERNEL, dtype, {"size": max(sizes)} if sizes else None, "cpu")
+    if entry is None:
+        return DEFAULT_CPU_CONFIG, "defaults"
+    fields = {k: v for k, v in entry.config.items() if k in _CPU_FIELDS}
+    return dataclasses.replace(DEFAULT_CPU_CONFIG, **fields), entry.source
+
+
+def cpu_config(n: int | None = None, m: int | None = None,
+               dtype: Any = np.float32) -> CpuConfig:
+    """The CPU configuration in force for this machine (and, if given, this size).
+
+    Without sizes, the cache's largest size bucket answers (the regime where
+    thread settings matter).
+    """
+    return resolve_cpu_config(n, m, dtype)[0]
+
+
+def choose_cpu_kernel(n: int, m: int, config: CpuConfig | None = None, *,
+                      dtype: Any = np.float32) -> str:
     """The CPU kernel for sorted needles: "merge", "runs" or "bisect"."""
-    c = config or cpu_config()
+    c = config or cpu_config(n, m, dtype)
     if n > c.bisect_ratio * max(m, 1):
         return "bisect"
     if m > c.runs_ratio * max(n, 1):
         return "runs"
     return "merge"
+
+
+# ---------------------------------------------------------------- GPU
+
+
+def gpu_config(kernel: str, n: int, m: int, dtype: Any) -> dict[str, Any] | None:
+    """The tuned fields of a GPU kernel's config for this device, or None.
+
+    Args:
+      kernel: the config's ``kind``: "merge_path" or "binary_search".
+      n, m: len(a) and the number of needles.
+      dtype: the key dtype.
+
+    Returns:
+      The winning config's fields (``MergePathConfig(**fields)``), or None when
+      no cache covers this device, kernel and dtype class, in which case the
+      kernel's own heuristic default applies.
+    """
+    try:
+        device = jax.devices()[0]
+    except RuntimeError:
+        return None
+    if device.platform == "cpu":
+        return None
+    entry = lookup(kernel, dtype, {"n": n, "m": m}, normalize_device_kind(device.device_kind))
+    return None if entry is None else dict(entry.config)
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def tuned_gpu_config(config_cls: type[ConfigT], n: int, m: int, dtype: Any) -> ConfigT | None:
+    """A GPU kernel's config from the cache, or None for the kernel's heuristic.
+
+    `config_cls` is the kernel's frozen config dataclass (its ``kind`` names
+    the kernel). Fields the class no longer has are dropped; a cached config
+    the class rejects warns and gives None, so a stale cache never breaks a
+    search.
+    """
+    fields = gpu_config(config_cls.kind, n, m, dtype)
+    if fields is None:
+        return None
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    try:
+        return config_cls(**{k: v for k, v in fields.items() if k in known})
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"jaxsearch: ignoring cached {config_cls.kind} config {fields}: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        return None

@@ -1,0 +1,292 @@
+"""The tuning cache: keys, lookup order, buckets, files, and the autotuner's choices."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsearch import _tuning, autotune
+from jaxsearch._tuning import CacheEntry, CpuConfig
+
+
+@pytest.fixture
+def caches(tmp_path, monkeypatch):
+    """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache."""
+    user, shipped = tmp_path / "user", tmp_path / "shipped"
+    monkeypatch.setenv(_tuning.TUNING_DIR_ENV, str(user))
+    monkeypatch.setattr(_tuning, "SHIPPED_DIR", shipped)
+    return user, shipped
+
+
+def cpu_entry(dtype="float32", size=10**6, **config):
+    return CacheEntry(_tuning.CPU_KERNEL, dtype, {"size": size},
+                      dataclasses.asdict(CpuConfig(**config)), {"note": "test"})
+
+
+def write(root, *entries, kind="cpu"):
+    return _tuning.write_cache(root, kind, list(entries), {"test": True})
+
+
+@pytest.mark.parametrize("dtype, cls", [
+    (np.float32, "float32"), (np.float16, "float32"), (jnp.bfloat16, "float32"),
+    (np.float64, "float64"), (np.int32, "int32"), (np.uint8, "int32"), (np.bool_, "int32"),
+    (np.int64, "int64"), (np.uint64, "int64")])
+def test_dtype_class(dtype, cls):
+    assert _tuning.dtype_class(dtype) == cls
+
+
+def test_normalize_device_kind():
+    assert _tuning.normalize_device_kind("NVIDIA H200") == "nvidia_h200"
+    assert _tuning.normalize_device_kind("cpu") == "cpu"
+    assert _tuning.normalize_device_kind("TPU v5 lite") == "tpu_v5_lite"
+    assert _tuning.normalize_device_kind("  ") == "unknown"
+
+
+def test_defaults_without_any_cache(caches):
+    config, source = _tuning.resolve_cpu_config(10**6, 10**6, np.float32)
+    assert (config, source) == (_tuning.DEFAULT_CPU_CONFIG, "defaults")
+
+
+def test_user_cache_comes_before_shipped(caches):
+    user, shipped = caches
+    write(shipped, cpu_entry(bisect_ratio=11.0))
+    assert _tuning.cpu_config(10**6, 10**6).bisect_ratio == 11.0
+    path = write(user, cpu_entry(bisect_ratio=22.0))
+    config, source = _tuning.resolve_cpu_config(10**6, 10**6)
+    assert config.bisect_ratio == 22.0 and source == str(path)
+
+
+def test_shipped_answers_a_dtype_class_the_user_cache_lacks(caches):
+    user, shipped = caches
+    write(user, cpu_entry("float32", bisect_ratio=22.0))
+    write(shipped, cpu_entry("int64", bisect_ratio=33.0))
+    assert _tuning.cpu_config(10**6, 10**6, np.int64).bisect_ratio == 33.0
+    assert _tuning.cpu_config(10**6, 10**6, np.float16).bisect_ratio == 22.0
+    assert _tuning.cpu_config(10**6, 10**6, np.int32) == _tuning.DEFAULT_CPU_CONFIG
+
+
+def test_explicit_config_comes_first(caches):
+    user, _ = caches
+    write(user, cpu_entry(bisect_ratio=2.0, runs_ratio=2.0))
+    assert _tuning.choose_cpu_kernel(1000, 100) == "bisect"  # cached: 1000 > 2 * 100
+    explicit = CpuConfig(bisect_ratio=1e6, runs_ratio=1e6)
+    assert _tuning.choose_cpu_kernel(1000, 100, explicit) == "merge"
+    with _tuning.use_cpu_config(explicit):
+        assert _tuning.resolve_cpu_config(1000, 100) == (explicit, "use_cpu_config")
+        assert _tuning.choose_cpu_kernel(1000, 100) == "merge"
+    assert _tuning.choose_cpu_kernel(1000, 100) == "bisect"
+
+
+def test_use_cpu_config_rejects_other_types():
+    with pytest.raises(TypeError, match="CpuConfig"), _tuning.use_cpu_config({"threads": 1}):
+        pass
+
+
+def test_nearest_bucket(caches):
+    user, _ = caches
+    write(user, *(cpu_entry(size=s, bisect_ratio=float(s)) for s in (10**4, 10**6, 10**7)))
+    assert _tuning.cpu_config(10**6, 10).bisect_ratio == 1e6  # exact: max(n, m)
+    assert _tuning.cpu_config(20, 3 * 10**4).bisect_ratio == 1e4  # nearest in log space
+    assert _tuning.cpu_config(10**9, 10**9).bisect_ratio == 1e7  # beyond the largest
+    assert _tuning.cpu_config(1, 1).bisect_ratio == 1e4  # below the smallest
+    assert _tuning.cpu_config().bisect_ratio == 1e7  # no sizes: the largest bucket
+
+
+def test_two_dimensional_buckets(caches):
+    user, _ = caches
+    entries = [CacheEntry("merge_path", "float32", {"n": n, "m": m}, {"tile": n // m})
+               for n, m in ((10**6, 10**6), (10**6, 10**3))]
+    write(user, *entries, kind="nvidia_h200")
+    assert _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 2000},
+                          "nvidia_h200").config == {"tile": 1000}
+    assert _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**5},
+                          "nvidia_h200").config == {"tile": 1}
+    assert _tuning.lookup("binary_search", np.float32, {"n": 1, "m": 1}, "nvidia_h200") is None
+
+
+def test_write_cache_merges_by_key(caches):
+    user, _ = caches
+    write(user, cpu_entry("float32", 10**5, bisect_ratio=1.0),
+          cpu_entry("float32", 10**6, bisect_ratio=2.0))
+    path = write(user, cpu_entry("float32", 10**6, bisect_ratio=3.0))
+    data = json.loads(path.read_text())
+    assert data["version"] == _tuning.CACHE_VERSION and data["device_kind"] == "cpu"
+    ratios = {e["bucket"]["size"]: e["config"]["bisect_ratio"] for e in data["entries"]}
+    assert ratios == {10**5: 1.0, 10**6: 3.0}
+    assert data["entries"][0]["times"] == {"note": "test"}
+
+
+def test_cache_is_reread_when_the_file_changes(caches):
+    user, _ = caches
+    path = write(user, cpu_entry(bisect_ratio=5.0))
+    assert _tuning.cpu_config().bisect_ratio == 5.0
+    write(user, cpu_entry(bisect_ratio=6.0))
+    os.utime(path, ns=(1, 1))  # a new mtime even on a coarse clock
+    assert _tuning.cpu_config().bisect_ratio == 6.0
+
+
+@pytest.mark.parametrize("text", [
+    "{not json", '{"version": 99, "entries": []}', '{"version": 1, "entries": [{"kernel": "cpu"}]}',
+    '{"version": 1, "entries": [{"kernel": "cpu", "dtype": "float32", "bucket": {"size": "big"},'
+    ' "config": {}}]}'])
+def test_a_broken_cache_warns_and_is_ignored(caches, text):
+    user, _ = caches
+    path = _tuning.cache_file(user, "cpu")
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.warns(RuntimeWarning, match="ignoring tuning cache"):
+        assert _tuning.cpu_config() == _tuning.DEFAULT_CPU_CONFIG
+
+
+def test_unknown_config_fields_are_ignored(caches):
+    user, _ = caches
+    write(user, CacheEntry("cpu", "float32", {"size": 10}, {"threads": 3, "from_the_future": 1}))
+    assert _tuning.cpu_config() == dataclasses.replace(_tuning.DEFAULT_CPU_CONFIG, threads=3)
+
+
+def test_user_cache_dir_default(monkeypatch, tmp_path):
+    monkeypatch.delenv(_tuning.TUNING_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _tuning.user_cache_dir() == tmp_path / "jaxsearch"
+
+
+def test_gpu_config_is_none_on_cpu(caches):
+    assert _tuning.gpu_config("merge_path", 10**6, 10**6, np.float32) is None
+
+
+# ---------------------------------------------------------------- the autotuner's choices
+
+
+def test_crossover():
+    ratios = [1, 4, 16, 64]
+    # The alternative wins from 16 on: halfway (log space) between 4 and 16.
+    assert autotune.crossover(ratios, [1, 1, 1, 1], [2, 2, 0.5, 0.5]) == pytest.approx(8.0)
+    # A win at 4 followed by a loss does not count.
+    assert autotune.crossover(ratios, [1, 1, 1, 1], [2, 0.5, 2, 0.5]) == pytest.approx(32.0)
+    # Never wins: one step past the largest ratio; always wins: one step below.
+    assert autotune.crossover(ratios, [1] * 4, [2] * 4) == 256.0
+    assert autotune.crossover(ratios, [1] * 4, [0.5] * 4) == pytest.approx(0.5)
+
+
+def test_thread_choices():
+    assert autotune._best_threads({"0": 1.0, "1": 2.0}) == 0
+    assert autotune._best_threads({"0": 1.0, "1": 0.98}) == 0  # within the margin
+    assert autotune._best_threads({"0": 1.0, "1": 0.5, "2": 0.7}) == 1
+    sizes = [10**4, 10**5, 10**6]
+    slow, fast = {"0": 2.0, "1": 1.0}, {"0": 1.0, "1": 2.0}
+    assert autotune._min_parallel(sizes, [slow, fast, fast]) == round((10**9) ** 0.5)
+    assert autotune._min_parallel(sizes, [fast, fast, fast]) == 10**4
+    assert autotune._min_parallel(sizes, [fast, slow, slow]) == \
+        _tuning.DEFAULT_CPU_CONFIG.min_parallel
+    assert autotune._min_parallel(sizes, [{"0": 1.0}] * 3) == \
+        _tuning.DEFAULT_CPU_CONFIG.min_parallel
+
+
+def test_thread_candidates():
+    assert autotune._thread_candidates(1) == [0]
+    assert autotune._thread_candidates(2) == [0, 1]
+    assert autotune._thread_candidates(16) == [0, 1, 2, 4, 8]
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def run(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
+    out = tmp_path / "tuned"
+    done = run("-m", "jaxsearch.autotune", "--sizes", "64,512", "--dtypes", "float32",
+               "--repeats", "1", "--platforms", "cpu", "--output", str(out),
+               env={_tuning.TUNING_DIR_ENV: str(tmp_path / "unused")})
+    assert done.returncode == 0, done.stderr
+    path = _tuning.cache_file(out, "cpu")
+    assert f"wrote {path}" in done.stdout and "bisect_ratio" in done.stdout
+    data = json.loads(path.read_text())
+    assert {e["bucket"]["size"] for e in data["entries"]} == {64, 512}
+    entry = data["entries"][0]
+    assert entry["kernel"] == "cpu" and entry["dtype"] == "float32"
+    assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)}
+    assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
+    assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]
+
+    env = {_tuning.TUNING_DIR_ENV: str(out)}
+    read = run("-c", "from jaxsearch import _tuning; c, s = _tuning.resolve_cpu_config(512, 512);"
+               " print(c.bisect_ratio, s)", env=env)
+    assert read.returncode == 0, read.stderr
+    ratio, source = read.stdout.split()
+    by_size = {e["bucket"]["size"]: e["config"] for e in data["entries"]}
+    assert float(ratio) == by_size[512]["bisect_ratio"] and source == str(path)
+
+    info = run("-m", "jaxsearch", "info", "--n", "512", "--m", "512", env=env)
+    assert info.returncode == 0, info.stderr
+    assert f"from {path}" in info.stdout and "2 entries" in info.stdout
+
+
+def test_autotune_refuses_a_platform_it_cannot_tune(tmp_path):
+    done = run("-m", "jaxsearch.autotune", "--platforms", "tpu", "--output", str(tmp_path))
+    assert done.returncode == 2 and "cannot tune tpu" in done.stderr
+
+
+def test_gpu_sweep_in_interpret_mode(caches):
+    pk = pytest.importorskip("jaxsearch.pallas_kernels")
+    user, _ = caches
+    grid = dataclasses.replace(autotune.QUICK, dtypes=("float32",), gpu_sizes=(256,), repeats=1,
+                               budget_s=0.0)
+    space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
+    progress = autotune._bench.Progress(autotune.gpu_steps(grid, space), "test")
+    entries = autotune.tune_gpu(grid, progress, space=space, interpret=True)
+    assert {e.kernel for e in entries} == {"merge_path", "binary_search"}
+    for e in entries:
+        assert e.bucket == {"n": 256, "m": 256} and e.dtype == "float32"
+        assert e.times["default"] in e.times["configs_s"]
+        rebuilt = {"merge_path": pk.MergePathConfig,
+                   "binary_search": pk.BinarySearchConfig}[e.kernel](**e.config)
+        assert dataclasses.asdict(rebuilt) == e.config
+    write(user, *entries, kind="nvidia_h200")
+    found = _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**6}, "nvidia_h200")
+    assert found is not None and found.config == entries[0].config
+    assert "best config" in autotune.gpu_table(entries)
+
+
+def test_tuned_gpu_config_builds_validates_and_drops_stale_fields(monkeypatch):
+    pk = pytest.importorskip("jaxsearch.pallas_kernels")
+    cached = {}
+    monkeypatch.setattr(_tuning, "gpu_config", lambda kernel, n, m, dtype: cached.get(kernel))
+    assert _tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) is None
+    cached["merge_path"] = {"tile": 512, "num_warps": 8, "gone_field": 1}
+    assert _tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) == \
+        pk.MergePathConfig(tile=512, num_warps=8)
+    cached["binary_search"] = {"block": 3}  # not a power of two: the class rejects it
+    with pytest.warns(RuntimeWarning, match="ignoring cached binary_search"):
+        assert _tuning.tuned_gpu_config(pk.BinarySearchConfig, 10, 10, np.float32) is None
+
+
+def test_threads_for():
+    config = CpuConfig(threads=0, min_parallel=1000)
+    assert config.threads_for(999, cores=8) == 1
+    assert config.threads_for(1000, cores=8) == 8
+    assert dataclasses.replace(config, threads=3).threads_for(10**6, cores=8) == 3
+
+
+def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
+    user, _ = caches
+    grid = dataclasses.replace(autotune.QUICK, dtypes=("int32",), sizes=(64,), ratios=(1, 4, 16),
+                               repeats=1, budget_s=0.0, threads=False)
+    progress = autotune._bench.Progress(autotune.cpu_steps(grid), "test")
+    (entry,) = autotune.tune_cpu(grid, progress)
+    assert set(entry.config) == {"bisect_ratio", "runs_ratio"} and "threads_s" not in entry.times
+    assert entry.times["bisect"]["ratios"] == [1, 4, 16]
+    write(user, entry)
+    config = _tuning.cpu_config(64, 64, np.int32)
+    assert config.bisect_ratio == entry.config["bisect_ratio"]
+    assert (config.threads, config.min_parallel) == (_tuning.DEFAULT_CPU_CONFIG.threads,
+                                                     _tuning.DEFAULT_CPU_CONFIG.min_parallel)
+    assert "default" in autotune.cpu_table([entry])
