@@ -128,9 +128,9 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
         out = _gpu.search(a, v_flat, side=side, order=order, out_dtype=out_dtype,
                           interpret=jax.default_backend() == "cpu")
     else:
-        config = _tuning.cpu_config()
-        threads = 1 if m < config.min_parallel else (config.threads or _cpu.available_cores())
-        out = _primitive.searchsorted(a, v_flat, side=side, order=order, out_dtype=out_dtype,
-                                      cpu_kernel=_tuning.choose_cpu_kernel(n, m),
-                                      cpu_threads=threads)
+        config = _tuning.cpu_config(n, m, dtype)
+        out = _primitive.searchsorted(
+            a, v_flat, side=side, order=order, out_dtype=out_dtype,
+            cpu_kernel=_tuning.choose_cpu_kernel(n, m, config),
+            cpu_threads=config.threads_for(m, _cpu.available_cores()))
     return out.reshape(v.shape)

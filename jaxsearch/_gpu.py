@@ -8,6 +8,8 @@ import jax
 import numpy as np
 from jax import lax
 
+from . import _tuning
+
 try:
     from . import pallas_kernels as _pk
 except ImportError as exc:  # jax without Pallas' Triton backend
@@ -17,6 +19,11 @@ else:
     UNAVAILABLE_REASON = None
 
 AVAILABLE = UNAVAILABLE_REASON is None
+
+
+def is_sorted(v: jax.Array) -> jax.Array:
+    """Whether 1-D `v` is sorted (NaN last, -0.0 == 0.0), as a device reduction."""
+    return _pk.is_sorted(v)
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
@@ -29,9 +36,15 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     """
     if not AVAILABLE:
         raise ValueError(f"jaxsearch's Pallas kernels are unavailable: {UNAVAILABLE_REASON}")
+    n, m = a.shape[0], v.shape[0]
     kwargs = dict(side=side, out_dtype=out_dtype, interpret=interpret)
-    merge = functools.partial(_pk.merge_path_searchsorted, **kwargs)
-    bisect = functools.partial(_pk.binary_search_searchsorted, **kwargs)
+    # Tuned tile sizes where the cache has them; else the kernels' heuristics.
+    merge = functools.partial(
+        _pk.merge_path_searchsorted,
+        config=_tuning.tuned_gpu_config(_pk.MergePathConfig, n, m, a.dtype), **kwargs)
+    bisect = functools.partial(
+        _pk.binary_search_searchsorted,
+        config=_tuning.tuned_gpu_config(_pk.BinarySearchConfig, n, m, a.dtype), **kwargs)
     if order == "sorted":
         return merge(a, v)
     if order == "any":

@@ -90,8 +90,16 @@ def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads):
 
 
 def _gpu_rows(a, v, *, side, order, out_dtype, **_):
-    return _map_rows(functools.partial(_gpu.search, side=side, order=order, out_dtype=out_dtype),
-                     a, v)
+    def run(order):
+        return _map_rows(functools.partial(_gpu.search, side=side, order=order,
+                                           out_dtype=out_dtype), a, v)
+
+    if order != "check":
+        return run(order)
+    # One check for the whole batch: a batched predicate would turn lax.cond
+    # into a select that runs both kernels.
+    all_sorted = jnp.all(jax.vmap(_gpu.is_sorted)(v.reshape(-1, v.shape[-1])))
+    return jax.lax.cond(all_sorted, lambda: run("sorted"), lambda: run("any"))
 
 
 searchsorted_p.def_impl(_impl)
