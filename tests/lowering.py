@@ -23,21 +23,26 @@ def _abstract_gpu_mesh():
     return None
 
 
-def lower_for_cuda(fn, *args):
-  """Lowers `fn(*args)` for CUDA on this (GPU-less) machine.
+def on_abstract_gpu_if_needed(thunk):
+  """Runs `thunk()`, lowering for CUDA on this (GPU-less) machine.
 
   jax 0.10 assumes compute capability 9.0 when it finds no GPU; newer jax
   wants an abstract GPU device, which we supply when the plain call fails.
   """
-  lower = lambda: jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
   try:
-    return lower()
+    return thunk()
   except Exception:
     mesh = _abstract_gpu_mesh()
     if mesh is None:
       raise
     with jax.sharding.use_abstract_mesh(mesh):
-      return lower()
+      return thunk()
+
+
+def lower_for_cuda(fn, *args):
+  """Lowers `fn(*args)` for CUDA on this machine."""
+  return on_abstract_gpu_if_needed(
+      lambda: jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)))
 
 
 def triton_calls(lowered):

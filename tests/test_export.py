@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax._src.lib.mlir import ir
-from lowering import _abstract_gpu_mesh, backend_config, triton_calls_in, triton_dialect
+from lowering import backend_config, on_abstract_gpu_if_needed, triton_calls_in, triton_dialect
 from lowering import verified_triton_module
 
 import jaxsearch
@@ -16,18 +16,10 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 def export_cpu_and_cuda(fn, *args):
-    """Exports for cpu and cuda; newer jax wants an abstract GPU to lower for cuda here."""
-    export = lambda: jax.export.export(  # noqa: E731
+    """Exports `fn` for cpu and cuda in one artifact."""
+    return on_abstract_gpu_if_needed(lambda: jax.export.export(
         jax.jit(fn), platforms=["cpu", "cuda"],
-        disabled_checks=jaxsearch.export_disabled_checks())(*args)
-    try:
-        return export()
-    except Exception:
-        mesh = _abstract_gpu_mesh()
-        if mesh is None:
-            raise
-        with jax.sharding.use_abstract_mesh(mesh):
-            return export()
+        disabled_checks=jaxsearch.export_disabled_checks())(*args))
 
 
 @pytest.mark.parametrize("sorted_v", [True, None])
