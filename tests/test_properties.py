@@ -28,6 +28,9 @@ settings.load_profile(os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci"))
 # Lengths are drawn from a few buckets so that jit compiles a bounded number
 # of shapes, yet cover empty, tiny, ragged and multi-chunk sizes.
 LENGTHS = st.sampled_from([0, 1, 2, 3, 7, 16, 31, 64, 100, 257, 1000, 4099])
+# The Pallas kernels in interpret mode compile for seconds per shape: fewer.
+PALLAS_LENGTHS = st.sampled_from([0, 1, 7, 100])
+PALLAS_EXAMPLES = {"ci": 12, "long": 1000}[os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci")]
 
 
 def pool_values(dtype: str) -> list:
@@ -44,7 +47,7 @@ def pool_values(dtype: str) -> list:
 
 
 @st.composite
-def problems(draw, dtypes):
+def problems(draw, dtypes, lengths=LENGTHS, implementations=(None, "cython", "xla")):
     dtype = draw(st.sampled_from(dtypes))
     pool = pool_values(dtype)
     # Mostly values from the pool, some random: heavy duplicates and specials.
@@ -52,7 +55,7 @@ def problems(draw, dtypes):
     lo, hi = (max(-100, int(np.iinfo(dt).min)), 100) if dt.kind in "iu" else (-100, 100)
     value = st.sampled_from(pool) if dt == np.bool_ else \
         st.one_of(st.sampled_from(pool), st.integers(lo, hi))
-    n, m = draw(LENGTHS), draw(LENGTHS)
+    n, m = draw(lengths), draw(lengths)
     a = np.array(draw(st.lists(value, min_size=n, max_size=n)), dtype=object)
     v = np.array(draw(st.lists(value, min_size=m, max_size=m)), dtype=object)
     a = sort_keys(np.asarray(a.astype(np.float64) if dt.kind == "f" else a, dtype=dt))
@@ -62,7 +65,7 @@ def problems(draw, dtypes):
         v = sort_keys(v)
     v_shape = draw(st.sampled_from([(m,), (1, m), (m, 1)]))
     return dict(a=a, v=v.reshape(v_shape), side=draw(st.sampled_from(["left", "right"])),
-                sorted_v=sorted_v, implementation=draw(st.sampled_from([None, "cython", "xla"])))
+                sorted_v=sorted_v, implementation=draw(st.sampled_from(implementations)))
 
 
 def check(p):
@@ -85,3 +88,9 @@ def test_matches_jnp_and_numpy(p):
 def test_matches_jnp_and_numpy_x64(p):
     with jax.enable_x64(True):
         check(p)
+
+
+@settings(max_examples=PALLAS_EXAMPLES)
+@given(problems(DTYPES_32, PALLAS_LENGTHS, ("pallas",)))
+def test_pallas_interpret_matches_jnp_and_numpy(p):
+    check(p)
