@@ -2,15 +2,20 @@
 #
 # Call signature (see jaxsearch/_cpu.py): two buffers a (..., n) and v (..., m)
 # of one key dtype, one result (..., m) of int32 or int64; leading dimensions
-# are batch dimensions that broadcast numpy-style (vmap passes an unbatched
-# operand with size-1 batch dimensions, without copying it). Four int32
-# attributes: `right` (0/1), `order` (ORDER_*), `kernel` (KERNEL_*) and
-# `threads` (how many threads split each row's needles).
+# are batch dimensions that broadcast numpy-style (an unbatched operand comes
+# with size-1 batch dimensions, without a copy). Five int32 attributes:
+# `right` (0/1), `order` (ORDER_*), `kernel` (KERNEL_*), `threads` (at most
+# this many threads) and `grain` (needles per part, at least).
+#
+# Parallelism: the needles of all rows are cut into parts. The calling thread
+# and up to threads - 1 tasks on XLA's own CPU thread pool claim parts from
+# an atomic counter. The caller waits only for parts that were claimed, never
+# for a task to start, so a busy machine costs no more than one thread.
 from cpython.pycapsule cimport PyCapsule_New
-from cython.parallel cimport prange
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
-from libc.string cimport memcmp
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, non_nan_prefix, is_sorted,
@@ -20,7 +25,7 @@ from search_kernels cimport (key_t, idx_t, non_nan_prefix, is_sorted,
 cdef enum:
     ORDER_ANY = 0       # no promise: binary search
     ORDER_SORTED = 1    # the caller promised sorted needles
-    ORDER_CHECK = 2     # check each row, merge if sorted
+    ORDER_CHECK = 2     # check each part, merge where sorted
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -35,146 +40,200 @@ cdef enum:
 ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
 
-
 cdef extern from "<fenv.h>" nogil:
     ctypedef struct fenv_t:
         pass
     int fegetenv(fenv_t* env)
     int fesetenv(const fenv_t* env)
 
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
 
-cdef struct Params:
+cdef extern from *:
+    """
+    static inline long jaxsearch_fetch_add(long* p, long v) {
+        return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+    }
+    static inline long jaxsearch_load(long* p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    """
+    long fetch_add "jaxsearch_fetch_add"(long* p, long v) noexcept nogil
+    long atomic_load "jaxsearch_load"(long* p) noexcept nogil
+
+
+cdef struct Job:
+    # Shared by the caller and the pool tasks; freed by the last to let go.
+    long refs
+    long next_part
+    long done_parts
+    long parts
+    long slices                     # parts per row
+    fenv_t env                      # the caller's floating-point mode
+    const XLA_FFI_Buffer* a_buf
+    const XLA_FFI_Buffer* v_buf
+    XLA_FFI_Buffer* out_buf
+    int64_t rank                    # batch dimensions of the output
+    int64_t n
+    int64_t m
+    int64_t a_stride[MAX_BATCH_RANK]
+    int64_t v_stride[MAX_BATCH_RANK]
     bint right
     int order
     int kernel
-    int threads
 
 
-cdef void search_row(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                     idx_t* out, Params params) noexcept nogil:
+cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+                       idx_t* out, const Job* job) noexcept nogil:
+    """One part: m needles against a whole row of `a`. Each part checks its
+    own needles, so parts of one row may take different kernels."""
     cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef Py_ssize_t nv = m, j, lo, hi
-    cdef int part
-    cdef fenv_t caller_env, worker_env
-    cdef bint right = params.right
-    cdef int kernel = params.kernel
-    cdef int threads = params.threads
-    if params.order == ORDER_ANY or (params.order == ORDER_CHECK and not is_sorted(v, m)):
+    cdef Py_ssize_t nv = m, j
+    cdef int kernel = job.kernel
+    if job.order == ORDER_ANY or (job.order == ORDER_CHECK and not is_sorted(v, m)):
         kernel = KERNEL_BISECT
     if kernel != KERNEL_BISECT:
         # Sorted needles: their NaN tail is split off like a's.
         nv = non_nan_prefix(v, m)
         for j in range(nv, m):
-            out[j] = <idx_t>(n if right else na)
+            out[j] = <idx_t>(n if job.right else na)
+    if kernel == KERNEL_MERGE:
+        merge_kernel(a, na, v, nv, out, job.right)
+    elif kernel == KERNEL_RUNS:
+        runs_kernel(a, na, v, nv, out, job.right)
+    else:
+        bisect_kernel(a, na, n, v, nv, out, job.right)
+
+
+cdef void run_typed(const Job* job, long part, const key_t* a, const key_t* v,
+                    idx_t* out) noexcept nogil:
+    cdef long row = part // job.slices, piece = part % job.slices, rest = row
+    cdef int64_t a_off = 0, v_off = 0, d, idx
+    cdef int64_t lo = job.m * piece // job.slices
+    cdef int64_t hi = job.m * (piece + 1) // job.slices
+    for d in range(job.rank - 1, -1, -1):
+        idx = rest % job.out_buf.dims[d]
+        rest = rest // job.out_buf.dims[d]
+        a_off += idx * job.a_stride[d]
+        v_off += idx * job.v_stride[d]
+    search_slice(a + a_off, job.n, v + v_off + lo, hi - lo, out + row * job.m + lo, job)
+
+
+cdef void run_key(const Job* job, long part, const key_t* a, const key_t* v) noexcept nogil:
+    if job.out_buf.dtype == XLA_FFI_DataType_S32:
+        run_typed(job, part, a, v, <int32_t*>job.out_buf.data)
+    else:
+        run_typed(job, part, a, v, <int64_t*>job.out_buf.data)
+
+
+cdef void run_part(const Job* job, long part) noexcept nogil:
+    """The part's kernels, at the keys' type (checked by check_dtypes)."""
+    cdef const void* a = job.a_buf.data
+    cdef const void* v = job.v_buf.data
+    cdef XLA_FFI_DataType dt = job.a_buf.dtype
+    if dt == XLA_FFI_DataType_F32:
+        run_key(job, part, <const float*>a, <const float*>v)
+    elif dt == XLA_FFI_DataType_F64:
+        run_key(job, part, <const double*>a, <const double*>v)
+    elif dt == XLA_FFI_DataType_S32:
+        run_key(job, part, <const int32_t*>a, <const int32_t*>v)
+    elif dt == XLA_FFI_DataType_S64:
+        run_key(job, part, <const int64_t*>a, <const int64_t*>v)
+    elif dt == XLA_FFI_DataType_S8:
+        run_key(job, part, <const int8_t*>a, <const int8_t*>v)
+    elif dt == XLA_FFI_DataType_S16:
+        run_key(job, part, <const int16_t*>a, <const int16_t*>v)
+    # A bool is one byte holding 0 or 1, and False < True: compare as uint8.
+    elif dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_PRED:
+        run_key(job, part, <const uint8_t*>a, <const uint8_t*>v)
+    elif dt == XLA_FFI_DataType_U16:
+        run_key(job, part, <const uint16_t*>a, <const uint16_t*>v)
+    elif dt == XLA_FFI_DataType_U32:
+        run_key(job, part, <const uint32_t*>a, <const uint32_t*>v)
+    else:
+        run_key(job, part, <const uint64_t*>a, <const uint64_t*>v)
+
+
+cdef bint check_dtypes(const XLA_FFI_Buffer* a, const XLA_FFI_Buffer* v,
+                       const XLA_FFI_Buffer* out) noexcept nogil:
+    cdef XLA_FFI_DataType dt = a.dtype
+    return (v.dtype == dt and (out.dtype == XLA_FFI_DataType_S32 or out.dtype == XLA_FFI_DataType_S64)
+            and (dt == XLA_FFI_DataType_F32 or dt == XLA_FFI_DataType_F64
+                 or dt == XLA_FFI_DataType_S8 or dt == XLA_FFI_DataType_S16
+                 or dt == XLA_FFI_DataType_S32 or dt == XLA_FFI_DataType_S64
+                 or dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_U16
+                 or dt == XLA_FFI_DataType_U32 or dt == XLA_FFI_DataType_U64
+                 or dt == XLA_FFI_DataType_PRED))
+
+
+cdef void work(Job* job) noexcept nogil:
+    """Claims and runs parts until none is left; then lets go of the job."""
+    cdef fenv_t own_env
+    cdef long part
     # XLA runs with denormals flushed to zero, and jnp compares that way: the
-    # worker threads take the caller's floating-point mode for their part.
-    fegetenv(&caller_env)
-    # Every kernel serves any contiguous slice of the needles on its own.
-    for part in prange(threads, num_threads=threads, schedule="static"):
-        fegetenv(&worker_env)
-        fesetenv(&caller_env)
-        lo = nv * part // threads
-        hi = nv * (part + 1) // threads
-        if kernel == KERNEL_MERGE:
-            merge_kernel(a, na, v + lo, hi - lo, out + lo, right)
-        elif kernel == KERNEL_RUNS:
-            runs_kernel(a, na, v + lo, hi - lo, out + lo, right)
-        else:
-            bisect_kernel(a, na, n, v + lo, hi - lo, out + lo, right)
-        fesetenv(&worker_env)
+    # parts run in the caller's floating-point mode on every thread.
+    fegetenv(&own_env)
+    fesetenv(&job.env)
+    part = fetch_add(&job.next_part, 1)
+    while part < job.parts:
+        run_part(job, part)
+        fetch_add(&job.done_parts, 1)
+        part = fetch_add(&job.next_part, 1)
+    fesetenv(&own_env)
 
 
-cdef const char* search_batch(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
-                              XLA_FFI_Buffer* out_buf, const key_t* a, const key_t* v,
-                              idx_t* out, Params params) noexcept nogil:
-    """Runs search_row over the broadcast batch; returns an error message or NULL."""
-    cdef int64_t rank = out_buf.rank - 1
-    cdef int64_t n = a_buf.dims[a_buf.rank - 1]
-    cdef int64_t m = out_buf.dims[rank]
-    cdef int64_t a_stride[MAX_BATCH_RANK]
-    cdef int64_t v_stride[MAX_BATCH_RANK]
-    cdef int64_t rows = 1, row, rest, idx, a_off, v_off, d, da, dv, step_a, step_v
-    if rank < 0 or rank > MAX_BATCH_RANK:
-        return b"jaxsearch: output rank out of range"
-    if v_buf.rank < 1 or v_buf.dims[v_buf.rank - 1] != m or a_buf.rank < 1:
+cdef void release(Job* job) noexcept nogil:
+    if fetch_add(&job.refs, -1) == 1:
+        free(job)
+
+
+cdef void pool_task(void* data) noexcept nogil:
+    cdef Job* job = <Job*>data
+    work(job)
+    release(job)
+
+
+cdef const char* plan(Job* job, int threads, int64_t grain) noexcept nogil:
+    """Checks shapes, fills the batch strides and cuts the work into parts."""
+    cdef const XLA_FFI_Buffer* a_buf = job.a_buf
+    cdef const XLA_FFI_Buffer* v_buf = job.v_buf
+    cdef const XLA_FFI_Buffer* out_buf = job.out_buf
+    cdef int64_t rows = 1, d, da, dv, step_a, step_v, per_row
+    job.rank = out_buf.rank - 1
+    if job.rank < 0 or job.rank > MAX_BATCH_RANK or a_buf.rank < 1 or v_buf.rank < 1:
+        return b"jaxsearch: operand rank out of range"
+    job.n = a_buf.dims[a_buf.rank - 1]
+    job.m = out_buf.dims[job.rank]
+    if v_buf.dims[v_buf.rank - 1] != job.m:
         return b"jaxsearch: needle and output shapes disagree"
-    if a_buf.rank - 1 > rank or v_buf.rank - 1 > rank:
+    if a_buf.rank - 1 > job.rank or v_buf.rank - 1 > job.rank:
         return b"jaxsearch: operand has more batch dimensions than the output"
     # Batch strides, right-aligned as in numpy broadcasting; 0 where broadcast.
-    step_a = n
-    step_v = m
-    for d in range(rank - 1, -1, -1):
+    step_a = job.n
+    step_v = job.m
+    for d in range(job.rank - 1, -1, -1):
         rows *= out_buf.dims[d]
-        da = d - (rank - (a_buf.rank - 1))
-        dv = d - (rank - (v_buf.rank - 1))
-        a_stride[d] = 0
-        v_stride[d] = 0
+        da = d - (job.rank - (a_buf.rank - 1))
+        dv = d - (job.rank - (v_buf.rank - 1))
+        job.a_stride[d] = 0
+        job.v_stride[d] = 0
         if da >= 0:
             if a_buf.dims[da] == out_buf.dims[d]:
-                a_stride[d] = step_a
+                job.a_stride[d] = step_a
             elif a_buf.dims[da] != 1:
                 return b"jaxsearch: batch dimensions of a do not broadcast"
             step_a *= a_buf.dims[da]
         if dv >= 0:
             if v_buf.dims[dv] == out_buf.dims[d]:
-                v_stride[d] = step_v
+                job.v_stride[d] = step_v
             elif v_buf.dims[dv] != 1:
                 return b"jaxsearch: batch dimensions of v do not broadcast"
             step_v *= v_buf.dims[dv]
-    for row in range(rows):
-        rest = row
-        a_off = 0
-        v_off = 0
-        for d in range(rank - 1, -1, -1):
-            idx = rest % out_buf.dims[d]
-            rest = rest // out_buf.dims[d]
-            a_off += idx * a_stride[d]
-            v_off += idx * v_stride[d]
-        search_row(a + a_off, n, v + v_off, m, out + row * m, params)
+    # Rows split into slices of at least `grain` needles, at most `threads`.
+    per_row = max(1, min(<int64_t>threads, job.m // max(grain, 1)))
+    job.slices = per_row
+    job.parts = rows * per_row
     return NULL
-
-
-cdef const char* search_key(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
-                            XLA_FFI_Buffer* out_buf, const key_t* a, const key_t* v,
-                            Params params) noexcept nogil:
-    if out_buf.dtype == XLA_FFI_DataType_S32:
-        return search_batch(a_buf, v_buf, out_buf, a, v, <int32_t*>out_buf.data,
-                            params)
-    if out_buf.dtype == XLA_FFI_DataType_S64:
-        return search_batch(a_buf, v_buf, out_buf, a, v, <int64_t*>out_buf.data,
-                            params)
-    return b"jaxsearch: the output must be int32 or int64"
-
-
-cdef const char* dispatch_dtype(const XLA_FFI_Buffer* a_buf, const XLA_FFI_Buffer* v_buf,
-                                XLA_FFI_Buffer* out_buf, Params params) noexcept nogil:
-    cdef const void* a = a_buf.data
-    cdef const void* v = v_buf.data
-    cdef XLA_FFI_DataType dt = a_buf.dtype
-    if v_buf.dtype != dt:
-        return b"jaxsearch: a and v must have the same dtype"
-    if dt == XLA_FFI_DataType_F32:
-        return search_key(a_buf, v_buf, out_buf, <const float*>a, <const float*>v, params)
-    if dt == XLA_FFI_DataType_F64:
-        return search_key(a_buf, v_buf, out_buf, <const double*>a, <const double*>v, params)
-    if dt == XLA_FFI_DataType_S32:
-        return search_key(a_buf, v_buf, out_buf, <const int32_t*>a, <const int32_t*>v, params)
-    if dt == XLA_FFI_DataType_S64:
-        return search_key(a_buf, v_buf, out_buf, <const int64_t*>a, <const int64_t*>v, params)
-    if dt == XLA_FFI_DataType_S8:
-        return search_key(a_buf, v_buf, out_buf, <const int8_t*>a, <const int8_t*>v, params)
-    if dt == XLA_FFI_DataType_S16:
-        return search_key(a_buf, v_buf, out_buf, <const int16_t*>a, <const int16_t*>v, params)
-    # A bool is one byte holding 0 or 1, and False < True: compare as uint8.
-    if dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_PRED:
-        return search_key(a_buf, v_buf, out_buf, <const uint8_t*>a, <const uint8_t*>v, params)
-    if dt == XLA_FFI_DataType_U16:
-        return search_key(a_buf, v_buf, out_buf, <const uint16_t*>a, <const uint16_t*>v, params)
-    if dt == XLA_FFI_DataType_U32:
-        return search_key(a_buf, v_buf, out_buf, <const uint32_t*>a, <const uint32_t*>v, params)
-    if dt == XLA_FFI_DataType_U64:
-        return search_key(a_buf, v_buf, out_buf, <const uint64_t*>a, <const uint64_t*>v, params)
-    return b"jaxsearch: unsupported key dtype (convert float16/bfloat16 to float32 first)"
 
 
 cdef XLA_FFI_Error* error(const XLA_FFI_CallFrame* cf, const char* message) noexcept nogil:
@@ -184,6 +243,66 @@ cdef XLA_FFI_Error* error(const XLA_FFI_CallFrame* cf, const char* message) noex
     args.message = message
     args.errc = XLA_FFI_Error_Code_INVALID_ARGUMENT
     return cf.api.XLA_FFI_Error_Create(&args)
+
+
+cdef bint schedule(const XLA_FFI_CallFrame* cf, Job* job) noexcept nogil:
+    """Puts one pool_task on XLA's thread pool; False where there is none."""
+    cdef XLA_FFI_ThreadPool_Schedule_Args args
+    cdef XLA_FFI_Error_Destroy_Args destroy
+    cdef XLA_FFI_Error* err
+    args.struct_size = XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE
+    args.extension_start = NULL
+    args.ctx = cf.ctx
+    args.task = pool_task
+    args.data = job
+    err = cf.api.XLA_FFI_ThreadPool_Schedule(&args)
+    if err == NULL:
+        return True
+    destroy.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE
+    destroy.extension_start = NULL
+    destroy.error = err
+    cf.api.XLA_FFI_Error_Destroy(&destroy)
+    return False
+
+
+cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexcept nogil:
+    """Runs the whole call; returns an error message or NULL."""
+    cdef Job* job
+    cdef const char* message
+    cdef int threads = attrs[4], t, tasks
+    if not check_dtypes(<const XLA_FFI_Buffer*>cf.args.args[0],
+                        <const XLA_FFI_Buffer*>cf.args.args[1],
+                        <const XLA_FFI_Buffer*>cf.rets.rets[0]):
+        return b"jaxsearch: a and v need one supported key dtype; the output int32 or int64"
+    if threads < 1 or threads > 1024:
+        return b"jaxsearch: threads must be in [1, 1024]"
+    job = <Job*>malloc(sizeof(Job))
+    if job == NULL:
+        return b"jaxsearch: out of memory"
+    job.a_buf = <const XLA_FFI_Buffer*>cf.args.args[0]
+    job.v_buf = <const XLA_FFI_Buffer*>cf.args.args[1]
+    job.out_buf = <XLA_FFI_Buffer*>cf.rets.rets[0]
+    job.kernel, job.order, job.right = attrs[1], attrs[2], attrs[3] != 0
+    message = plan(job, threads, attrs[0])
+    if message != NULL:
+        free(job)
+        return message
+    job.next_part = 0
+    job.done_parts = 0
+    fegetenv(&job.env)
+    tasks = <int>max(0, min(<long>threads, job.parts) - 1)
+    job.refs = 1 + tasks
+    for t in range(tasks):
+        if not schedule(cf, job):
+            fetch_add(&job.refs, -(tasks - t))
+            break
+    work(job)
+    # Parts claimed by pool tasks may still be running; unstarted tasks are
+    # not waited for (they find no part left, and the last one frees the job).
+    while atomic_load(&job.done_parts) < job.parts:
+        sched_yield()
+    release(job)
+    return NULL
 
 
 cdef XLA_FFI_Error* fill_metadata(const XLA_FFI_CallFrame* cf,
@@ -207,16 +326,18 @@ cdef bint attr_is(const XLA_FFI_ByteSpan* name, const char* expected, size_t len
     return name.len == length and memcmp(name.ptr, expected, length) == 0
 
 
-cdef const char* ATTRS_EXPECTED = b"jaxsearch: expected int32 attributes kernel, order, right, threads"
+# Attribute names in the order XLA passes them (sorted).
+cdef const char* ATTR_NAMES[5]
+ATTR_NAMES[:] = [b"grain", b"kernel", b"order", b"right", b"threads"]
+cdef const char* ATTRS_EXPECTED = b"jaxsearch: expected int32 attributes grain, kernel, order, right, threads"
 
 
 cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     cdef const XLA_FFI_Extension_Base* ext = cf.extension_start
-    cdef int32_t values[4]
+    cdef int32_t attrs[5]
     cdef int64_t k
     cdef const XLA_FFI_Scalar* scalar
     cdef const char* message
-    cdef Params params
     if ext != NULL and ext.type == XLA_FFI_Extension_Metadata:
         return fill_metadata(cf, <XLA_FFI_Metadata_Extension*>ext)
     if cf.struct_size < XLA_FFI_CallFrame_STRUCT_SIZE:
@@ -228,23 +349,15 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     if (cf.args.types[0] != XLA_FFI_ArgType_BUFFER or cf.args.types[1] != XLA_FFI_ArgType_BUFFER
             or cf.rets.types[0] != XLA_FFI_RetType_BUFFER):
         return error(cf, b"jaxsearch: operands and result must be buffers")
-    # Attributes come sorted by name: kernel, order, right, threads.
-    if cf.attrs.size != 4:
+    if cf.attrs.size != 5:
         return error(cf, ATTRS_EXPECTED)
-    for k in range(4):
+    for k in range(5):
         scalar = <const XLA_FFI_Scalar*>cf.attrs.attrs[k]
-        if cf.attrs.types[k] != XLA_FFI_AttrType_SCALAR or scalar.dtype != XLA_FFI_DataType_S32:
-            return error(cf, b"jaxsearch: attributes must be int32 scalars")
-        values[k] = (<const int32_t*>scalar.value)[0]
-    if not (attr_is(cf.attrs.names[0], b"kernel", 6) and attr_is(cf.attrs.names[1], b"order", 5)
-            and attr_is(cf.attrs.names[2], b"right", 5) and attr_is(cf.attrs.names[3], b"threads", 7)):
-        return error(cf, ATTRS_EXPECTED)
-    if values[3] < 1 or values[3] > 1024:
-        return error(cf, b"jaxsearch: threads must be in [1, 1024]")
-    params.kernel, params.order, params.right, params.threads = values[0], values[1], values[2] != 0, values[3]
-    message = dispatch_dtype(<const XLA_FFI_Buffer*>cf.args.args[0],
-                             <const XLA_FFI_Buffer*>cf.args.args[1],
-                             <XLA_FFI_Buffer*>cf.rets.rets[0], params)
+        if (cf.attrs.types[k] != XLA_FFI_AttrType_SCALAR or scalar.dtype != XLA_FFI_DataType_S32
+                or not attr_is(cf.attrs.names[k], ATTR_NAMES[k], strlen(ATTR_NAMES[k]))):
+            return error(cf, ATTRS_EXPECTED)
+        attrs[k] = (<const int32_t*>scalar.value)[0]
+    message = search(cf, attrs)
     return error(cf, message) if message != NULL else NULL
 
 

@@ -26,6 +26,8 @@ cdef extern from "xla/ffi/api/c_api.h" nogil:
         XLA_FFI_API_MINOR
         XLA_FFI_Api_Version_STRUCT_SIZE
         XLA_FFI_Error_Create_Args_STRUCT_SIZE
+        XLA_FFI_Error_Destroy_Args_STRUCT_SIZE
+        XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE
         XLA_FFI_CallFrame_STRUCT_SIZE
         XLA_FFI_Metadata_STRUCT_SIZE
 
@@ -49,6 +51,20 @@ cdef extern from "xla/ffi/api/c_api.h" nogil:
         XLA_FFI_Extension_Base* extension_start
         const char* message
         XLA_FFI_Error_Code errc
+
+    ctypedef struct XLA_FFI_Error_Destroy_Args:
+        size_t struct_size
+        XLA_FFI_Extension_Base* extension_start
+        XLA_FFI_Error* error
+
+    ctypedef struct XLA_FFI_ExecutionContext
+
+    ctypedef struct XLA_FFI_ThreadPool_Schedule_Args:
+        size_t struct_size
+        XLA_FFI_Extension_Base* extension_start
+        XLA_FFI_ExecutionContext* ctx
+        void (*task)(void* data) noexcept nogil
+        void* data
 
     ctypedef enum XLA_FFI_DataType:
         XLA_FFI_DataType_PRED
@@ -118,11 +134,15 @@ cdef extern from "xla/ffi/api/c_api.h" nogil:
         XLA_FFI_Extension_Base* extension_start
         XLA_FFI_Api_Version api_version
         XLA_FFI_Error* (*XLA_FFI_Error_Create)(XLA_FFI_Error_Create_Args*) noexcept nogil
+        void (*XLA_FFI_Error_Destroy)(XLA_FFI_Error_Destroy_Args*) noexcept nogil
+        XLA_FFI_Error* (*XLA_FFI_ThreadPool_Schedule)(
+            XLA_FFI_ThreadPool_Schedule_Args*) noexcept nogil
 
     ctypedef struct XLA_FFI_CallFrame:
         size_t struct_size
         XLA_FFI_Extension_Base* extension_start
         const XLA_FFI_Api* api
+        XLA_FFI_ExecutionContext* ctx
         XLA_FFI_ExecutionStage stage
         XLA_FFI_Args args
         XLA_FFI_Rets rets

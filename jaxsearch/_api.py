@@ -132,5 +132,5 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
         out = _primitive.searchsorted(
             a, v_flat, side=side, order=order, out_dtype=out_dtype,
             cpu_kernel=_tuning.choose_cpu_kernel(n, m, config),
-            cpu_threads=config.threads_for(m, _cpu.available_cores()))
+            cpu_threads=config.threads or _cpu.available_cores(), cpu_grain=config.min_parallel)
     return out.reshape(v.shape)

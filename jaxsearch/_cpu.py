@@ -13,19 +13,19 @@ TARGET_NAME = "jaxsearch_searchsorted_cpu"
 
 try:
     from . import _cpu_ext
-except ImportError as exc:  # a source checkout that was never built
+except ImportError as exc:  # e.g. the source tree, which holds no compiled module
     _cpu_ext = None
     UNAVAILABLE_REASON: str | None = f"the compiled extension did not import ({exc})"
 else:
     UNAVAILABLE_REASON = None
-
-if _cpu_ext is not None:
     try:
         jax.ffi.register_ffi_target(TARGET_NAME, _cpu_ext.handler_capsule(), platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
-        warnings.warn(f"jaxsearch: {UNAVAILABLE_REASON}; falling back to jnp.searchsorted",
-                      RuntimeWarning, stacklevel=2)
+
+if UNAVAILABLE_REASON is not None:
+    warnings.warn(f"jaxsearch: {UNAVAILABLE_REASON}; on CPU, searchsorted falls back to "
+                  "jnp.searchsorted", RuntimeWarning, stacklevel=2)
 
 AVAILABLE = UNAVAILABLE_REASON is None
 ORDERS = ("any", "sorted", "check")
@@ -46,7 +46,7 @@ def available_cores() -> int:
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
-           out_dtype: np.dtype, threads: int = 1) -> jax.Array:
+           out_dtype: np.dtype, threads: int = 1, grain: int = 1 << 16) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -58,7 +58,10 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
         "check" (check each row, then merge when sorted).
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
-      threads: how many threads split the needles of each row.
+      threads: at most this many threads (the caller and tasks on XLA's CPU
+        thread pool) work on the call.
+      grain: the needles are cut into parts of at least this many (a row with
+        fewer is one part), which the threads claim one at a time.
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
@@ -71,4 +74,5 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
                 right=np.int32(side == "right"),
                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
                 kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
-                threads=np.int32(threads))
+                threads=np.int32(threads),
+                grain=np.int32(min(grain, np.iinfo(np.int32).max)))

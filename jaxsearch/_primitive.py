@@ -28,7 +28,7 @@ searchsorted_p = Primitive("jaxsearch_searchsorted")
 
 
 def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-                 cpu_kernel: str, cpu_threads: int) -> jax.Array:
+                 cpu_kernel: str, cpu_threads: int, cpu_grain: int) -> jax.Array:
     """Binds the primitive.
 
     Args:
@@ -38,10 +38,12 @@ def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype
       order: "any", "sorted" (the caller promises sorted needles) or "check".
       out_dtype: int32 or int64.
       cpu_kernel: the CPU kernel for sorted needles ("merge", "runs", "bisect").
-      cpu_threads: threads for the CPU kernels.
+      cpu_threads: at most this many threads for the CPU kernels.
+      cpu_grain: the fewest needles the CPU kernels give one thread.
     """
     return searchsorted_p.bind(a, v, side=side, order=order, out_dtype=np.dtype(out_dtype),
-                               cpu_kernel=cpu_kernel, cpu_threads=cpu_threads)
+                               cpu_kernel=cpu_kernel, cpu_threads=cpu_threads,
+                               cpu_grain=cpu_grain)
 
 
 def _impl(a, v, **params):
@@ -82,11 +84,11 @@ def _xla_rows(a, v, *, side, out_dtype, **_):
     return _map_rows(lambda a, v: jnp.searchsorted(a, v, side=side).astype(out_dtype), a, v)
 
 
-def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads):
+def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads, cpu_grain):
     if a.dtype not in _cpu.NATIVE_KEY_DTYPES:  # float16, bfloat16: exact in float32
         a, v = a.astype(jnp.float32), v.astype(jnp.float32)
     return _cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
-                       threads=cpu_threads)
+                       threads=cpu_threads, grain=cpu_grain)
 
 
 def _gpu_rows(a, v, *, side, order, out_dtype, **_):

@@ -91,12 +91,11 @@ def test_subnormals_compare_as_jnp_does(dtype):
     for side in SIDES:
         for sorted_v in SORTED_V:
             check_matches(a, v, side, sorted_v=sorted_v)
-    search = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                   "threads"))
     for kernel in _cpu.KERNELS:
         want = jnp.searchsorted(a, v, "right")
-        got = search(a.astype(jnp.float32), v.astype(jnp.float32), side="right", order="sorted",
-                     kernel=kernel, out_dtype=np.dtype(np.int32), threads=2)
+        got = CPU_SEARCH(a.astype(jnp.float32), v.astype(jnp.float32), side="right",
+                         order="sorted", kernel=kernel, out_dtype=np.dtype(np.int32), threads=2,
+                         grain=1000)
         np.testing.assert_array_equal(got, want)
 
 
@@ -215,22 +214,26 @@ def test_grad_is_zero_and_does_not_raise():
     np.testing.assert_array_equal(gv, table[jnp.searchsorted(a, jnp.array([0.25, 0.75]))])
 
 
+CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+                                                  "threads", "grain"))
+
+
 @pytest.mark.parametrize("kernel", _cpu.KERNELS)
 @pytest.mark.parametrize("order", _cpu.ORDERS)
-@pytest.mark.parametrize("threads", [1, 3])
-def test_every_cpu_kernel(kernel, order, threads):
-    """Each kernel, reached directly rather than through the selector."""
+@pytest.mark.parametrize("threads, grain", [(1, 1 << 16), (3, 7)])
+def test_every_cpu_kernel(kernel, order, threads, grain):
+    """Each kernel, reached directly rather than through the selector, on one
+    thread and cut into parts of 7 needles over three threads."""
     rng = np.random.default_rng(8)
-    search = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                   "threads"))
     for n, m in SHAPES + [(10, 0), (5000, 5000)]:
         for dtype in ("float32", "int16", "uint32"):
             a = sort_keys(random_keys(rng, n, dtype))
             v = sort_keys(random_keys(rng, m, dtype))
             for side in SIDES:
                 for out_dtype in (np.int32, np.int64) if dtype == "int16" else (np.int32,):
-                    got = search(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
-                                 kernel=kernel, out_dtype=np.dtype(out_dtype), threads=threads)
+                    got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
+                                     kernel=kernel, out_dtype=np.dtype(out_dtype),
+                                     threads=threads, grain=grain)
                     assert got.dtype == np.dtype(out_dtype)
                     np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side))
 
@@ -238,8 +241,6 @@ def test_every_cpu_kernel(kernel, order, threads):
 @pytest.mark.parametrize("kernel", _cpu.KERNELS)
 def test_broken_promise_stays_in_bounds(kernel):
     rng = np.random.default_rng(9)
-    search = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                   "threads"))
     n = 777
     cases = {
         "unsorted v": (np.sort(rng.standard_normal(n)), rng.standard_normal(2000)),
@@ -252,9 +253,9 @@ def test_broken_promise_stays_in_bounds(kernel):
     }
     for name, (a, v) in cases.items():
         for side in SIDES:
-            got = np.asarray(search(jnp.asarray(a, jnp.float32), jnp.asarray(v, jnp.float32),
-                                    side=side, order="sorted", kernel=kernel,
-                                    out_dtype=np.dtype(np.int32), threads=2))
+            got = np.asarray(CPU_SEARCH(jnp.asarray(a, jnp.float32), jnp.asarray(v, jnp.float32),
+                                        side=side, order="sorted", kernel=kernel,
+                                        out_dtype=np.dtype(np.int32), threads=2, grain=100))
             assert got.min() >= 0 and got.max() <= n, name
     # Through the public API too: the promise is the caller's, bounds are ours.
     a, v = cases["unsorted v"]
