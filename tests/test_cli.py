@@ -1,12 +1,10 @@
 """The command lines, run as a user runs them (subprocesses; no timing asserts)."""
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from processes import run_python
 
 from jaxsearch import _tuning
 from jaxsearch.__main__ import parse_count, parse_counts, parse_dtypes, parse_ratios
@@ -15,9 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, tmp_path, timeout=180):
-    env = {**os.environ, _tuning.TUNING_DIR_ENV: str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=tmp_path)
+    return run_python(*args, env={_tuning.TUNING_DIR_ENV: str(tmp_path / "cache")},
+                      cwd=tmp_path, timeout=timeout)
 
 
 def test_main_job(tmp_path):

@@ -2,12 +2,10 @@
 count is fixed when JAX starts): answers equal the unsharded ones, and the
 compiled HLO holds no all-gather (one all-reduce when `a` is split)."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from processes import run_python
 
 CHECK = textwrap.dedent("""
     import json
@@ -46,10 +44,8 @@ CHECK = textwrap.dedent("""
 
 
 def test_sharded_matches_unsharded_without_all_gather():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")
-    run = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True,
-                         text=True, timeout=600)
+    run = run_python("-c", CHECK, timeout=600, env=dict(
+        XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"))
     assert run.returncode == 0, run.stderr[-4000:]
     report = __import__("json").loads(run.stdout.strip().splitlines()[-1])
     print(report)

@@ -3,12 +3,11 @@
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from processes import run_python
 
 from jaxsearch import _tuning, autotune
 from jaxsearch._tuning import CacheEntry, CpuConfig
@@ -197,8 +196,7 @@ def test_thread_candidates():
 
 
 def run(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return run_python(*args, env=env, timeout=timeout)
 
 
 def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
