@@ -14,43 +14,60 @@ SIDES = ("left", "right")
 
 
 def sort_key(x):
-  """Maps `x` to integers whose order is the searchsorted total order.
+    """Maps `x` to integers whose order is the searchsorted total order.
 
-  Integers keep their own dtype (signed or unsigned compares follow it), bool
-  becomes uint8, and a float becomes the signed integer of its width, by bit
-  tests only: no float compare, so subnormals keep their IEEE order even
-  where the hardware flushes them to zero in float compares (XLA:CPU does).
-  """
-  dtype = check_dtype(x.dtype)
-  if dtype == jnp.bool_:
-    return x.astype(jnp.uint8)
-  if jnp.issubdtype(dtype, jnp.integer):
-    return x
-  int_dtype = jnp.dtype(f"int{8 * dtype.itemsize}")
-  int_max = jnp.iinfo(int_dtype).max
-  inf_bits = int(np.array(np.inf, dtype).view(int_dtype))
-  bits = lax.bitcast_convert_type(x, int_dtype)
-  magnitude = bits & int_max
-  bits = jnp.where(magnitude == 0, 0, bits)  # -0.0 -> +0.0
-  # Above +inf's bit pattern, so every NaN (of either sign) sorts last.
-  bits = jnp.where(magnitude > inf_bits, int_max, bits)
-  # Sign-magnitude to two's complement: flip the magnitude of negatives.
-  return bits ^ ((bits >> (8 * dtype.itemsize - 1)) & int_max)
+    Integers keep their own dtype (signed or unsigned compares follow it), bool
+    becomes uint8, and a float becomes the signed integer of its width, by bit
+    tests only: no float compare, so subnormals keep their IEEE order even
+    where the hardware flushes them to zero in float compares (XLA:CPU does).
+    """
+    dtype = check_dtype(x.dtype)
+    if dtype == jnp.bool_:
+        return x.astype(jnp.uint8)
+    if jnp.issubdtype(dtype, jnp.integer):
+        return x
+    int_dtype = jnp.dtype(f"int{8 * dtype.itemsize}")
+    int_max = jnp.iinfo(int_dtype).max
+    inf_bits = int(np.array(np.inf, dtype).view(int_dtype))
+    bits = lax.bitcast_convert_type(x, int_dtype)
+    magnitude = bits & int_max
+    bits = jnp.where(magnitude == 0, 0, bits)  # -0.0 -> +0.0
+    # Above +inf's bit pattern, so every NaN (of either sign) sorts last.
+    bits = jnp.where(magnitude > inf_bits, int_max, bits)
+    # Sign-magnitude to two's complement: flip the magnitude of negatives.
+    return bits ^ ((bits >> (8 * dtype.itemsize - 1)) & int_max)
 
 
 def precedes(a_key, v_key, side):
-  """Whether an element of `a` counts towards needle `v` for this side."""
-  return a_key < v_key if side == "left" else a_key <= v_key
+    """Whether an element of `a` counts towards needle `v` for this side."""
+    return a_key < v_key if side == "left" else a_key <= v_key
 
 
-SUPPORTED_DTYPES = tuple(map(jnp.dtype, (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "float16", "bfloat16", "float32", "float64")))
+SUPPORTED_DTYPES = tuple(
+    map(
+        jnp.dtype,
+        (
+            "bool",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float16",
+            "bfloat16",
+            "float32",
+            "float64",
+        ),
+    )
+)
 
 
 def check_dtype(dtype):
-  """Returns `dtype` as a numpy dtype; TypeError if the kernels lack it."""
-  dtype = jnp.dtype(dtype)
-  if dtype not in SUPPORTED_DTYPES:
-    raise TypeError(f"unsupported dtype {dtype} (complex, float8, int4, ...)")
-  return dtype
+    """Returns `dtype` as a numpy dtype; TypeError if the kernels lack it."""
+    dtype = jnp.dtype(dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"unsupported dtype {dtype} (complex, float8, int4, ...)")
+    return dtype

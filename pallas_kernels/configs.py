@@ -13,77 +13,78 @@ MERGE_METHODS = ("bisect", "compare")
 
 
 def _check_pow2(name, value):
-  if not isinstance(value, int) or value < 1 or value & (value - 1):
-    raise ValueError(f"{name} must be a power of two, got {value!r}")
+    if not isinstance(value, int) or value < 1 or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, got {value!r}")
 
 
 def _check_launch(num_warps, num_stages):
-  _check_pow2("num_warps", num_warps)
-  if num_warps > 32:
-    raise ValueError(f"num_warps must be at most 32, got {num_warps}")
-  if not isinstance(num_stages, int) or num_stages < 1:
-    raise ValueError(f"num_stages must be a positive int, got {num_stages!r}")
+    _check_pow2("num_warps", num_warps)
+    if num_warps > 32:
+        raise ValueError(f"num_warps must be at most 32, got {num_warps}")
+    if not isinstance(num_stages, int) or num_stages < 1:
+        raise ValueError(f"num_stages must be a positive int, got {num_stages!r}")
 
 
 @dataclasses.dataclass(frozen=True)
 class MergePathConfig:
-  """Merge-path kernel (sorted needles).
+    """Merge-path kernel (sorted needles).
 
-  Attributes:
-    tile: elements of the merged sequence (a and v together) per program.
-    method: how a program resolves its needles against its slice of `a`:
-      'bisect', a binary search per needle inside the slice (log2(tile)
-      gathers per needle), or 'compare', a needles x chunk compare matrix per
-      chunk of the slice (O(tile) compares per needle: for small tiles).
-    chunk: elements of `a` per compare step; 'compare' only (None otherwise).
-    num_warps: Triton warps per program.
-    num_stages: Triton software-pipelining stages.
-  """
-  kind: ClassVar[str] = "merge_path"
+    Attributes:
+      tile: elements of the merged sequence (a and v together) per program.
+      method: how a program resolves its needles against its slice of `a`:
+        'bisect', a binary search per needle inside the slice (log2(tile)
+        gathers per needle), or 'compare', a needles x chunk compare matrix per
+        chunk of the slice (O(tile) compares per needle: for small tiles).
+      chunk: elements of `a` per compare step; 'compare' only (None otherwise).
+      num_warps: Triton warps per program.
+      num_stages: Triton software-pipelining stages.
+    """
 
-  tile: int = 1024
-  method: str = "bisect"
-  chunk: int | None = None
-  num_warps: int = 4
-  num_stages: int = 1
+    kind: ClassVar[str] = "merge_path"
 
-  def __post_init__(self):
-    _check_pow2("tile", self.tile)
-    if self.method not in MERGE_METHODS:
-      raise ValueError(f"method must be one of {MERGE_METHODS}, "
-                       f"got {self.method!r}")
-    if self.method == "compare":
-      _check_pow2("chunk", self.chunk)
-      if self.chunk > self.tile:
-        raise ValueError(f"chunk {self.chunk} exceeds tile {self.tile}")
-    elif self.chunk is not None:
-      raise ValueError("chunk applies to method='compare' only")
-    _check_launch(self.num_warps, self.num_stages)
+    tile: int = 1024
+    method: str = "bisect"
+    chunk: int | None = None
+    num_warps: int = 4
+    num_stages: int = 1
+
+    def __post_init__(self):
+        _check_pow2("tile", self.tile)
+        if self.method not in MERGE_METHODS:
+            raise ValueError(f"method must be one of {MERGE_METHODS}, got {self.method!r}")
+        if self.method == "compare":
+            _check_pow2("chunk", self.chunk)
+            if self.chunk > self.tile:
+                raise ValueError(f"chunk {self.chunk} exceeds tile {self.tile}")
+        elif self.chunk is not None:
+            raise ValueError("chunk applies to method='compare' only")
+        _check_launch(self.num_warps, self.num_stages)
 
 
 @dataclasses.dataclass(frozen=True)
 class BinarySearchConfig:
-  """Binary-search kernel (any needles).
+    """Binary-search kernel (any needles).
 
-  Attributes:
-    block: needles per program, one lane each.
-    num_warps: Triton warps per program.
-    num_stages: Triton software-pipelining stages.
-  """
-  kind: ClassVar[str] = "binary_search"
+    Attributes:
+      block: needles per program, one lane each.
+      num_warps: Triton warps per program.
+      num_stages: Triton software-pipelining stages.
+    """
 
-  block: int = 512
-  num_warps: int = 4
-  num_stages: int = 1
+    kind: ClassVar[str] = "binary_search"
 
-  def __post_init__(self):
-    _check_pow2("block", self.block)
-    _check_launch(self.num_warps, self.num_stages)
+    block: int = 512
+    num_warps: int = 4
+    num_stages: int = 1
+
+    def __post_init__(self):
+        _check_pow2("block", self.block)
+        _check_launch(self.num_warps, self.num_stages)
 
 
 def _pow2_clip(x, lo, hi):
-  """The power of two nearest above `x`, clipped to [lo, hi]."""
-  return min(max(1 << max(int(x) - 1, 0).bit_length(), lo), hi)
+    """The power of two nearest above `x`, clipped to [lo, hi]."""
+    return min(max(1 << max(int(x) - 1, 0).bit_length(), lo), hi)
 
 
 # Enough programs to fill a large GPU (H200: 132 SMs) several times over.
@@ -91,41 +92,41 @@ _TARGET_PROGRAMS = 1024
 
 
 def default_merge_path_config(n, m, dtype):
-  """Heuristic merge-path config for len(a) = n, len(v) = m.
+    """Heuristic merge-path config for len(a) = n, len(v) = m.
 
-  Large tiles amortise each program's two diagonal searches; small inputs
-  take smaller tiles so that every SM still gets programs.
-  """
-  del dtype  # Keys are at most 64 bits; the tile bounds registers enough.
-  tile = _pow2_clip((n + m) / _TARGET_PROGRAMS, 256, 2048)
-  return MergePathConfig(tile=tile, method="bisect",
-                         num_warps=8 if tile >= 2048 else 4)
+    Large tiles amortise each program's two diagonal searches; small inputs
+    take smaller tiles so that every SM still gets programs.
+    """
+    del dtype  # Keys are at most 64 bits; the tile bounds registers enough.
+    tile = _pow2_clip((n + m) / _TARGET_PROGRAMS, 256, 2048)
+    return MergePathConfig(tile=tile, method="bisect", num_warps=8 if tile >= 2048 else 4)
 
 
 def default_binary_search_config(n, m, dtype):
-  """Heuristic binary-search config for len(a) = n, len(v) = m."""
-  del n, dtype  # Each lane's work is log2(n) whatever the block.
-  block = _pow2_clip(m / _TARGET_PROGRAMS, 128, 512)
-  return BinarySearchConfig(block=block, num_warps=4)
+    """Heuristic binary-search config for len(a) = n, len(v) = m."""
+    del n, dtype  # Each lane's work is log2(n) whatever the block.
+    block = _pow2_clip(m / _TARGET_PROGRAMS, 128, 512)
+    return BinarySearchConfig(block=block, num_warps=4)
 
 
 def tuning_space():
-  """Every config the autotuner may choose (both kinds)."""
-  space = [
-      MergePathConfig(tile=tile, method="bisect", num_warps=warps)
-      for tile in (256, 512, 1024, 2048, 4096)
-      for warps in (4, 8)
-  ]
-  space += [
-      MergePathConfig(tile=tile, method="compare", chunk=chunk,
-                      num_warps=warps, num_stages=stages)
-      for tile, chunk in ((128, 32), (256, 16), (256, 32), (512, 16))
-      for warps in (4, 8)
-      for stages in (1, 3)
-  ]
-  space += [
-      BinarySearchConfig(block=block, num_warps=warps)
-      for block in (128, 256, 512, 1024)
-      for warps in (4, 8)
-  ]
-  return space
+    """Every config the autotuner may choose (both kinds)."""
+    space = [
+        MergePathConfig(tile=tile, method="bisect", num_warps=warps)
+        for tile in (256, 512, 1024, 2048, 4096)
+        for warps in (4, 8)
+    ]
+    space += [
+        MergePathConfig(
+            tile=tile, method="compare", chunk=chunk, num_warps=warps, num_stages=stages
+        )
+        for tile, chunk in ((128, 32), (256, 16), (256, 32), (512, 16))
+        for warps in (4, 8)
+        for stages in (1, 3)
+    ]
+    space += [
+        BinarySearchConfig(block=block, num_warps=warps)
+        for block in (128, 256, 512, 1024)
+        for warps in (4, 8)
+    ]
+    return space

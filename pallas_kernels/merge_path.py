@@ -29,103 +29,109 @@ from .configs import MergePathConfig, default_merge_path_config
 
 
 def _diagonal_split(a_ref, v_ref, diag, *, side):
-  """Per lane: how many elements of `a` the first `diag` merged ones hold."""
-  n, m = a_ref.shape[0], v_ref.shape[0]
+    """Per lane: how many elements of `a` the first `diag` merged ones hold."""
+    n, m = a_ref.shape[0], v_ref.shape[0]
 
-  def goes_right(i, active):
-    # a[i] against v[diag - 1 - i]: along a diagonal, true then false.
-    a_key = sort_key(_common.gather(a_ref, i, active))
-    v_key = sort_key(_common.gather(v_ref, diag - 1 - i, active))
-    return precedes(a_key, v_key, side)
+    def goes_right(i, active):
+        # a[i] against v[diag - 1 - i]: along a diagonal, true then false.
+        a_key = sort_key(_common.gather(a_ref, i, active))
+        v_key = sort_key(_common.gather(v_ref, diag - 1 - i, active))
+        return precedes(a_key, v_key, side)
 
-  lo = jnp.maximum(diag - m, 0)
-  hi = jnp.minimum(diag, n)
-  return _common.bisect(lo, hi, min(n, m).bit_length(), goes_right)
+    lo = jnp.maximum(diag - m, 0)
+    hi = jnp.minimum(diag, n)
+    return _common.bisect(lo, hi, min(n, m).bit_length(), goes_right)
 
 
 def _compare_counts(a_ref, start, count, v_key, *, chunk, side):
-  """Per needle: how many of `a[start:start + count]` count towards it."""
-  def step(c, total):
-    offset = c * chunk
-    ok = jnp.arange(chunk, dtype=offset.dtype) < count - offset
-    x = pltriton.load(a_ref.at[pl.ds(start + offset, chunk)], mask=ok,
-                      other=_common.zero_of(a_ref))
-    hits = precedes(sort_key(x)[None, :], v_key[:, None], side) & ok[None, :]
-    return total + jnp.sum(hits, axis=1, dtype=total.dtype)
+    """Per needle: how many of `a[start:start + count]` count towards it."""
 
-  return _common.count_loop(_common.cdiv_pow2(count, chunk), step,
-                            jnp.zeros(v_key.shape, start.dtype))
+    def step(c, total):
+        offset = c * chunk
+        ok = jnp.arange(chunk, dtype=offset.dtype) < count - offset
+        x = pltriton.load(
+            a_ref.at[pl.ds(start + offset, chunk)], mask=ok, other=_common.zero_of(a_ref)
+        )
+        hits = precedes(sort_key(x)[None, :], v_key[:, None], side) & ok[None, :]
+        return total + jnp.sum(hits, axis=1, dtype=total.dtype)
+
+    return _common.count_loop(
+        _common.cdiv_pow2(count, chunk), step, jnp.zeros(v_key.shape, start.dtype)
+    )
 
 
 def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
-  n, m = a_ref.shape[0], v_ref.shape[0]
-  idx = _common.index_dtype(n + m + tile)
-  d0 = jnp.minimum(pl.program_id(0).astype(idx) * tile, n + m)
-  d1 = jnp.minimum(d0 + tile, n + m)
-  # Both boundaries in one search: two lanes share every step's latency.
-  lane = jnp.arange(2, dtype=idx)
-  split = _diagonal_split(a_ref, v_ref, jnp.where(lane == 0, d0, d1),
-                          side=side)
-  i0 = jnp.max(jnp.where(lane == 0, split, 0))
-  i1 = jnp.max(jnp.where(lane == 1, split, 0))
-  j0, j1 = d0 - i0, d1 - i1
-  # Sorted inputs: na + nv = d1 - d0 <= tile. Broken promises may give a
-  # negative length; clamping keeps every index in range.
-  na = jnp.maximum(i1 - i0, 0)
-  nv = jnp.maximum(j1 - j0, 0)
+    n, m = a_ref.shape[0], v_ref.shape[0]
+    idx = _common.index_dtype(n + m + tile)
+    d0 = jnp.minimum(pl.program_id(0).astype(idx) * tile, n + m)
+    d1 = jnp.minimum(d0 + tile, n + m)
+    # Both boundaries in one search: two lanes share every step's latency.
+    lane = jnp.arange(2, dtype=idx)
+    split = _diagonal_split(a_ref, v_ref, jnp.where(lane == 0, d0, d1), side=side)
+    i0 = jnp.max(jnp.where(lane == 0, split, 0))
+    i1 = jnp.max(jnp.where(lane == 1, split, 0))
+    j0, j1 = d0 - i0, d1 - i1
+    # Sorted inputs: na + nv = d1 - d0 <= tile. Broken promises may give a
+    # negative length; clamping keeps every index in range.
+    na = jnp.maximum(i1 - i0, 0)
+    nv = jnp.maximum(j1 - j0, 0)
 
-  def resolve(v_key, valid):
-    if method == "bisect":
-      hi = jnp.where(valid, i0 + na, i0)
-      return _common.lower_bound(a_ref, jnp.full(v_key.shape, i0), hi, v_key,
-                                 steps=tile.bit_length(), side=side)
-    return i0 + _compare_counts(a_ref, i0, na, v_key, chunk=chunk, side=side)
+    def resolve(v_key, valid):
+        if method == "bisect":
+            hi = jnp.where(valid, i0 + na, i0)
+            return _common.lower_bound(
+                a_ref, jnp.full(v_key.shape, i0), hi, v_key, steps=tile.bit_length(), side=side
+            )
+        return i0 + _compare_counts(a_ref, i0, na, v_key, chunk=chunk, side=side)
 
-  def needle_block(b, carry):
-    offset = b * tile
-    _common.resolve_needles(v_ref, o_ref, j0 + offset, nv - offset,
-                            block=tile, resolve=resolve)
-    return carry
+    def needle_block(b, carry):
+        offset = b * tile
+        _common.resolve_needles(v_ref, o_ref, j0 + offset, nv - offset, block=tile, resolve=resolve)
+        return carry
 
-  # One block when the promise holds; more only if it is broken.
-  _common.count_loop(_common.cdiv_pow2(nv, tile), needle_block, ())
+    # One block when the promise holds; more only if it is broken.
+    _common.count_loop(_common.cdiv_pow2(nv, tile), needle_block, ())
 
 
-@functools.partial(
-    jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def merge_path_searchsorted(a, v, *, side, out_dtype, config=None,
-                            interpret=False):
-  """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`.
+@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
+def merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
+    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`.
 
-  Args:
-    a: 1-D sorted array (NaNs last), the haystack.
-    v: 1-D sorted array (NaNs last) of the same dtype, the needles.
-    side: 'left' or 'right', as in `jnp.searchsorted`.
-    out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-    config: a MergePathConfig; None picks `default_merge_path_config`.
-    interpret: run the kernel in the Pallas interpreter (any backend).
+    Args:
+      a: 1-D sorted array (NaNs last), the haystack.
+      v: 1-D sorted array (NaNs last) of the same dtype, the needles.
+      side: 'left' or 'right', as in `jnp.searchsorted`.
+      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
+      config: a MergePathConfig; None picks `default_merge_path_config`.
+      interpret: run the kernel in the Pallas interpreter (any backend).
 
-  Returns:
-    Array of shape (len(v),) and dtype `out_dtype`: for each needle the
-    number of elements of `a` before it (side='left': a < v; side='right':
-    a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
-    If `a` or `v` is not sorted the values are unspecified but lie in
-    [0, len(a)].
-  """
-  out_dtype = _common.validate(a, v, side, out_dtype)
-  n, m = a.shape[0], v.shape[0]
-  if n == 0 or m == 0:
-    return jnp.zeros((m,), out_dtype)
-  if config is None:
-    config = default_merge_path_config(n, m, a.dtype)
-  if not isinstance(config, MergePathConfig):
-    raise TypeError(f"config must be a MergePathConfig, got {config!r}")
-  _common.check_extent(n + m + config.tile)
-  kernel = functools.partial(
-      _merge_path_kernel, tile=config.tile, method=config.method,
-      chunk=config.chunk, side=side)
-  return _common.launch(
-      kernel, a, v, out_dtype=out_dtype,
-      grid=-(-(n + m) // config.tile),
-      num_warps=config.num_warps, num_stages=config.num_stages,
-      interpret=interpret, name="merge_path_searchsorted")
+    Returns:
+      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
+      number of elements of `a` before it (side='left': a < v; side='right':
+      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
+      If `a` or `v` is not sorted the values are unspecified but lie in
+      [0, len(a)].
+    """
+    out_dtype = _common.validate(a, v, side, out_dtype)
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        return jnp.zeros((m,), out_dtype)
+    if config is None:
+        config = default_merge_path_config(n, m, a.dtype)
+    if not isinstance(config, MergePathConfig):
+        raise TypeError(f"config must be a MergePathConfig, got {config!r}")
+    _common.check_extent(n + m + config.tile)
+    kernel = functools.partial(
+        _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side
+    )
+    return _common.launch(
+        kernel,
+        a,
+        v,
+        out_dtype=out_dtype,
+        grid=-(-(n + m) // config.tile),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        interpret=interpret,
+        name="merge_path_searchsorted",
+    )

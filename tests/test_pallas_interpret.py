@@ -17,322 +17,368 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 try:
-  import jaxsearch.pallas_kernels as pk
+    import jaxsearch.pallas_kernels as pk
 except ImportError:  # Not installed: use the source tree.
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-  import pallas_kernels as pk
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import pallas_kernels as pk
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning")
+    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
+)
 
 ON_GPU = jax.default_backend() == "gpu"
-gpu_only = [pytest.mark.gpu,
-            pytest.mark.skipif(not ON_GPU, reason="needs a GPU backend")]
+gpu_only = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a GPU backend")]
 
 
-@pytest.fixture(params=[True, pytest.param(False, marks=gpu_only)],
-                ids=["interpret", "device"])
+@pytest.fixture(params=[True, pytest.param(False, marks=gpu_only)], ids=["interpret", "device"])
 def interpret(request):
-  return request.param
+    return request.param
 
 
 # Small tiles and blocks, so that small inputs span many programs.
 KERNELS = {
     "merge_bisect": functools.partial(
-        pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128)),
+        pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
+    ),
     "merge_compare": functools.partial(
-        pk.merge_path_searchsorted,
-        config=pk.MergePathConfig(tile=128, method="compare", chunk=32)),
+        pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
+    ),
     "binary": functools.partial(
-        pk.binary_search_searchsorted,
-        config=pk.BinarySearchConfig(block=128)),
+        pk.binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
+    ),
 }
 MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
 
 X64_DTYPES = ["int64", "uint64", "float64"]
-DTYPES = ["bool", "int8", "int16", "int32", "uint8", "uint16", "uint32",
-          "float16", "bfloat16", "float32"] + X64_DTYPES
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+    "float16",
+    "bfloat16",
+    "float32",
+] + X64_DTYPES
 
 
 def x64_if(dtype):
-  """x64 mode on where the dtype needs it, off otherwise."""
-  return jax.enable_x64(jnp.dtype(dtype) in map(jnp.dtype, X64_DTYPES))
+    """x64 mode on where the dtype needs it, off otherwise."""
+    return jax.enable_x64(jnp.dtype(dtype) in map(jnp.dtype, X64_DTYPES))
 
 
 def sample(rng, dtype, size):
-  """Sorted values with many duplicates; floats add +-inf, +-0.0 and NaN."""
-  dtype = jnp.dtype(dtype)
-  if dtype == jnp.bool_:
-    return np.sort(rng.integers(0, 2, size).astype(bool))
-  if jnp.issubdtype(dtype, jnp.integer):
-    info = np.iinfo(dtype)
-    x = rng.integers(-20 if info.min < 0 else 0, 20, size).astype(dtype)
-    x = np.where(rng.random(size) < 0.05, info.max, x)
-    return np.sort(np.where(rng.random(size) < 0.05, info.min, x))
-  specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5])
-  x = np.where(rng.random(size) < 0.4, rng.choice(specials, size),
-               np.round(rng.normal(size=size) * 4, 1))
-  # Sort before the cast: numpy misplaces NaN when sorting bfloat16.
-  return np.sort(x).astype(dtype)
+    """Sorted values with many duplicates; floats add +-inf, +-0.0 and NaN."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.bool_:
+        return np.sort(rng.integers(0, 2, size).astype(bool))
+    if jnp.issubdtype(dtype, jnp.integer):
+        info = np.iinfo(dtype)
+        x = rng.integers(-20 if info.min < 0 else 0, 20, size).astype(dtype)
+        x = np.where(rng.random(size) < 0.05, info.max, x)
+        return np.sort(np.where(rng.random(size) < 0.05, info.min, x))
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5])
+    x = np.where(
+        rng.random(size) < 0.4, rng.choice(specials, size), np.round(rng.normal(size=size) * 4, 1)
+    )
+    # Sort before the cast: numpy misplaces NaN when sorting bfloat16.
+    return np.sort(x).astype(dtype)
 
 
 def expected(a, v, side):
-  """numpy's answer; floats compared in float64 (exact for every float)."""
-  if jnp.issubdtype(a.dtype, jnp.floating):
-    a, v = a.astype(np.float64), v.astype(np.float64)
-  return np.searchsorted(a, v, side=side)
+    """numpy's answer; floats compared in float64 (exact for every float)."""
+    if jnp.issubdtype(a.dtype, jnp.floating):
+        a, v = a.astype(np.float64), v.astype(np.float64)
+    return np.searchsorted(a, v, side=side)
 
 
 def run(kernel, a, v, side, interpret, out_dtype=jnp.int32):
-  return np.asarray(KERNELS[kernel](
-      jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=out_dtype,
-      interpret=interpret))
+    return np.asarray(
+        KERNELS[kernel](
+            jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=out_dtype, interpret=interpret
+        )
+    )
 
 
 def assert_in_range(result, n):
-  # An unwritten output would hold garbage (the interpreter fills INT_MIN).
-  assert result.min(initial=0) >= 0 and result.max(initial=0) <= n
+    # An unwritten output would hold garbage (the interpreter fills INT_MIN).
+    assert result.min(initial=0) >= 0 and result.max(initial=0) <= n
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes(kernel, dtype, interpret):
-  rng = np.random.default_rng(0)
-  with x64_if(dtype):
-    out_dtype = jnp.int64 if dtype in X64_DTYPES else jnp.int32
-    a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
-    for side in ("left", "right"):
-      result = run(kernel, a, v, side, interpret, out_dtype)
-      assert result.dtype == out_dtype
-      np.testing.assert_array_equal(result, expected(a, v, side))
-      np.testing.assert_array_equal(
-          result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side))
+    rng = np.random.default_rng(0)
+    with x64_if(dtype):
+        out_dtype = jnp.int64 if dtype in X64_DTYPES else jnp.int32
+        a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
+        for side in ("left", "right"):
+            result = run(kernel, a, v, side, interpret, out_dtype)
+            assert result.dtype == out_dtype
+            np.testing.assert_array_equal(result, expected(a, v, side))
+            np.testing.assert_array_equal(
+                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
+            )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("n, m", [
-    (1, 1), (1, 300), (300, 1), (128, 128), (129, 127),  # tile edges
-    (3000, 5), (5, 3000),  # N >> M and M >> N
-])
+@pytest.mark.parametrize(
+    "n, m",
+    [
+        (1, 1),
+        (1, 300),
+        (300, 1),
+        (128, 128),
+        (129, 127),  # tile edges
+        (3000, 5),
+        (5, 3000),  # N >> M and M >> N
+    ],
+)
 def test_sizes(kernel, n, m, interpret):
-  rng = np.random.default_rng(n * 10_000 + m)
-  a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
-  v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
-  for side in ("left", "right"):
-    np.testing.assert_array_equal(run(kernel, a, v, side, interpret),
-                                  expected(a, v, side))
+    rng = np.random.default_rng(n * 10_000 + m)
+    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
+    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(run(kernel, a, v, side, interpret), expected(a, v, side))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_subnormals_keep_ieee_order(kernel, interpret):
-  # XLA:CPU flushes subnormals in float compares, so jnp.searchsorted there
-  # treats them as zero; the kernels compare bits, as numpy does.
-  tiny = np.float32(1e-45)
-  a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
-  v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
-  for side in ("left", "right"):
-    np.testing.assert_array_equal(run(kernel, a, v, side, interpret),
-                                  np.searchsorted(a, v, side=side))
+    # XLA:CPU flushes subnormals in float compares, so jnp.searchsorted there
+    # treats them as zero; the kernels compare bits, as numpy does.
+    tiny = np.float32(1e-45)
+    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
+    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(
+            run(kernel, a, v, side, interpret), np.searchsorted(a, v, side=side)
+        )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_empty(kernel):
-  one = jnp.ones(1, jnp.float32)
-  empty = jnp.ones(0, jnp.float32)
-  for a, v, want in ((empty, one, [0]), (one, empty, []), (empty, empty, [])):
-    result = KERNELS[kernel](a, v, side="left", out_dtype=jnp.int32,
-                             interpret=True)
-    assert result.dtype == jnp.int32
-    np.testing.assert_array_equal(result, want)
-  batched = jax.vmap(lambda v: KERNELS[kernel](
-      empty, v, side="right", out_dtype=jnp.int32, interpret=True))
-  np.testing.assert_array_equal(batched(jnp.ones((3, 4))), np.zeros((3, 4)))
+    one = jnp.ones(1, jnp.float32)
+    empty = jnp.ones(0, jnp.float32)
+    for a, v, want in ((empty, one, [0]), (one, empty, []), (empty, empty, [])):
+        result = KERNELS[kernel](a, v, side="left", out_dtype=jnp.int32, interpret=True)
+        assert result.dtype == jnp.int32
+        np.testing.assert_array_equal(result, want)
+    batched = jax.vmap(
+        lambda v: KERNELS[kernel](empty, v, side="right", out_dtype=jnp.int32, interpret=True)
+    )
+    np.testing.assert_array_equal(batched(jnp.ones((3, 4))), np.zeros((3, 4)))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None), (1, 0)],
-                         ids=["both", "v", "a", "a_axis1"])
+@pytest.mark.parametrize(
+    "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
+)
 def test_vmap(kernel, in_axes, interpret):
-  rng = np.random.default_rng(1)
-  batch = 3
-  a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
-  v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
-  fn = jax.jit(jax.vmap(
-      lambda a, v: KERNELS[kernel](a, v, side="right", out_dtype=jnp.int32,
-                                   interpret=interpret), in_axes=in_axes))
-  a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
-  v_in = v[0] if in_axes[1] is None else v
-  want = [expected(a[0 if in_axes[0] is None else b],
-                   v[0 if in_axes[1] is None else b], "right")
-          for b in range(batch)]
-  np.testing.assert_array_equal(fn(a_in, v_in), np.stack(want))
+    rng = np.random.default_rng(1)
+    batch = 3
+    a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
+    v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
+    fn = jax.jit(
+        jax.vmap(
+            lambda a, v: KERNELS[kernel](
+                a, v, side="right", out_dtype=jnp.int32, interpret=interpret
+            ),
+            in_axes=in_axes,
+        )
+    )
+    a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
+    v_in = v[0] if in_axes[1] is None else v
+    want = [
+        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
+        for b in range(batch)
+    ]
+    np.testing.assert_array_equal(fn(a_in, v_in), np.stack(want))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_x64_mode_int32_inputs(kernel, interpret):
-  # Python ints become int64 under x64: the kernels must not care.
-  rng = np.random.default_rng(2)
-  with jax.enable_x64(True):
-    a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
-    v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
-    for out_dtype in (jnp.int32, jnp.int64):
-      result = run(kernel, a, v, "left", interpret, out_dtype)
-      assert result.dtype == out_dtype
-      np.testing.assert_array_equal(result, expected(a, v, "left"))
+    # Python ints become int64 under x64: the kernels must not care.
+    rng = np.random.default_rng(2)
+    with jax.enable_x64(True):
+        a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
+        v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
+        for out_dtype in (jnp.int32, jnp.int64):
+            result = run(kernel, a, v, "left", interpret, out_dtype)
+            assert result.dtype == out_dtype
+            np.testing.assert_array_equal(result, expected(a, v, "left"))
 
 
 def unsorted_cases(rng):
-  sorted_a = np.sort(rng.normal(size=300)).astype(np.float32)
-  random_a = rng.normal(size=300).astype(np.float32)
-  sorted_v = np.sort(rng.normal(size=500)).astype(np.float32)
-  random_v = rng.normal(size=500).astype(np.float32)
-  nan_v = np.where(rng.random(500) < 0.2, np.nan, sorted_v).astype(np.float32)
-  return [(sorted_a, random_v), (sorted_a, sorted_v[::-1]),
-          (random_a, random_v), (random_a, sorted_v), (sorted_a[::-1], sorted_v),
-          (sorted_a, nan_v)]
+    sorted_a = np.sort(rng.normal(size=300)).astype(np.float32)
+    random_a = rng.normal(size=300).astype(np.float32)
+    sorted_v = np.sort(rng.normal(size=500)).astype(np.float32)
+    random_v = rng.normal(size=500).astype(np.float32)
+    nan_v = np.where(rng.random(500) < 0.2, np.nan, sorted_v).astype(np.float32)
+    return [
+        (sorted_a, random_v),
+        (sorted_a, sorted_v[::-1]),
+        (random_a, random_v),
+        (random_a, sorted_v),
+        (sorted_a[::-1], sorted_v),
+        (sorted_a, nan_v),
+    ]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_broken_promises_stay_in_range(kernel, interpret):
-  rng = np.random.default_rng(3)
-  for a, v in unsorted_cases(rng):
-    for side in ("left", "right"):
-      assert_in_range(run(kernel, a, v, side, interpret), len(a))
+    rng = np.random.default_rng(3)
+    for a, v in unsorted_cases(rng):
+        for side in ("left", "right"):
+            assert_in_range(run(kernel, a, v, side, interpret), len(a))
 
 
 def test_binary_search_any_needles(interpret):
-  rng = np.random.default_rng(4)
-  a = sample(rng, "float32", 300)
-  v = rng.permutation(sample(rng, "float32", 500))
-  for side in ("left", "right"):
-    np.testing.assert_array_equal(run("binary", a, v, side, interpret),
-                                  expected(a, v, side))
+    rng = np.random.default_rng(4)
+    a = sample(rng, "float32", 300)
+    v = rng.permutation(sample(rng, "float32", 500))
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(run("binary", a, v, side, interpret), expected(a, v, side))
 
 
 @pytest.mark.parametrize("kernel", MERGE_KERNELS)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_merge_path_property(kernel, data):
-  # Fixed shapes (one compile), random contents with heavy ties; sometimes
-  # unsorted, where only the range [0, N] is promised.
-  draw_array = lambda size, lo, hi: np.array(data.draw(st.lists(
-      st.integers(lo, hi), min_size=size, max_size=size)), np.int8)
-  a, v = draw_array(40, 0, 8), draw_array(70, -1, 9)
-  sort_a, sort_v = data.draw(st.booleans()), data.draw(st.booleans())
-  a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
-  side = data.draw(st.sampled_from(["left", "right"]))
-  result = run(kernel, a, v, side, True)
-  if sort_a and sort_v:
-    np.testing.assert_array_equal(result, expected(a, v, side))
-  else:
-    assert_in_range(result, len(a))
+    # Fixed shapes (one compile), random contents with heavy ties; sometimes
+    # unsorted, where only the range [0, N] is promised.
+    draw_array = lambda size, lo, hi: np.array(
+        data.draw(st.lists(st.integers(lo, hi), min_size=size, max_size=size)), np.int8
+    )
+    a, v = draw_array(40, 0, 8), draw_array(70, -1, 9)
+    sort_a, sort_v = data.draw(st.booleans()), data.draw(st.booleans())
+    a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
+    side = data.draw(st.sampled_from(["left", "right"]))
+    result = run(kernel, a, v, side, True)
+    if sort_a and sort_v:
+        np.testing.assert_array_equal(result, expected(a, v, side))
+    else:
+        assert_in_range(result, len(a))
 
 
 def test_default_configs(interpret):
-  rng = np.random.default_rng(5)
-  a = sample(rng, "float32", 5000)
-  v = sample(rng, "float32", 3000)
-  for fn in (pk.merge_path_searchsorted, pk.binary_search_searchsorted):
-    result = fn(jnp.asarray(a), jnp.asarray(v), side="left",
-                out_dtype=jnp.int32, interpret=interpret)
-    np.testing.assert_array_equal(result, expected(a, v, "left"))
+    rng = np.random.default_rng(5)
+    a = sample(rng, "float32", 5000)
+    v = sample(rng, "float32", 3000)
+    for fn in (pk.merge_path_searchsorted, pk.binary_search_searchsorted):
+        result = fn(
+            jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
+        )
+        np.testing.assert_array_equal(result, expected(a, v, "left"))
 
 
 def test_reference_matches_numpy():
-  rng = np.random.default_rng(6)
-  a = sample(rng, "float32", 300)
-  v = rng.permutation(sample(rng, "float32", 99))
-  for side in ("left", "right"):
-    np.testing.assert_array_equal(
-        pk.searchsorted_reference(jnp.asarray(a), jnp.asarray(v), side=side),
-        expected(a, v, side))
+    rng = np.random.default_rng(6)
+    a = sample(rng, "float32", 300)
+    v = rng.permutation(sample(rng, "float32", 99))
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(
+            pk.searchsorted_reference(jnp.asarray(a), jnp.asarray(v), side=side),
+            expected(a, v, side),
+        )
 
 
-@pytest.mark.parametrize("values, want", [
-    ([], True),
-    ([1.0], True),
-    ([-np.inf, -1.0, -0.0, 0.0, -0.0, 2.0, np.inf, np.nan, np.nan], True),
-    ([1.0, np.nan, 2.0], False),
-    ([np.nan, -np.inf], False),
-    ([2.0, 1.0], False),
-])
+@pytest.mark.parametrize(
+    "values, want",
+    [
+        ([], True),
+        ([1.0], True),
+        ([-np.inf, -1.0, -0.0, 0.0, -0.0, 2.0, np.inf, np.nan, np.nan], True),
+        ([1.0, np.nan, 2.0], False),
+        ([np.nan, -np.inf], False),
+        ([2.0, 1.0], False),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_is_sorted_floats(values, want, dtype):
-  assert bool(pk.is_sorted(jnp.asarray(values, dtype))) is want
+    assert bool(pk.is_sorted(jnp.asarray(values, dtype))) is want
 
 
 def test_is_sorted_other_dtypes():
-  assert bool(pk.is_sorted(jnp.array([False, False, True])))
-  assert not bool(pk.is_sorted(jnp.array([True, False])))
-  assert bool(pk.is_sorted(jnp.array([0, 1, 255], jnp.uint8)))
-  assert not bool(pk.is_sorted(jnp.array([255, 0], jnp.uint8)))
-  assert bool(pk.is_sorted(jnp.array([[-3, -1], [2, 2]], jnp.int16)))
-  assert not bool(pk.is_sorted(jnp.array([[-3, 5], [2, 2]], jnp.int16)))
-  with jax.enable_x64(True):
-    big = np.iinfo(np.uint64).max
-    assert bool(pk.is_sorted(jnp.array([0, big], jnp.uint64)))
-    assert not bool(pk.is_sorted(jnp.array([big, 0], jnp.uint64)))
-    assert bool(pk.is_sorted(jnp.array([-1e300, 5e-324, np.nan])))
-  rows = jnp.array([[1, 2, 3], [3, 2, 1]])
-  np.testing.assert_array_equal(jax.vmap(pk.is_sorted)(rows), [True, False])
+    assert bool(pk.is_sorted(jnp.array([False, False, True])))
+    assert not bool(pk.is_sorted(jnp.array([True, False])))
+    assert bool(pk.is_sorted(jnp.array([0, 1, 255], jnp.uint8)))
+    assert not bool(pk.is_sorted(jnp.array([255, 0], jnp.uint8)))
+    assert bool(pk.is_sorted(jnp.array([[-3, -1], [2, 2]], jnp.int16)))
+    assert not bool(pk.is_sorted(jnp.array([[-3, 5], [2, 2]], jnp.int16)))
+    with jax.enable_x64(True):
+        big = np.iinfo(np.uint64).max
+        assert bool(pk.is_sorted(jnp.array([0, big], jnp.uint64)))
+        assert not bool(pk.is_sorted(jnp.array([big, 0], jnp.uint64)))
+        assert bool(pk.is_sorted(jnp.array([-1e300, 5e-324, np.nan])))
+    rows = jnp.array([[1, 2, 3], [3, 2, 1]])
+    np.testing.assert_array_equal(jax.vmap(pk.is_sorted)(rows), [True, False])
 
 
 def test_sort_key_total_order():
-  x = np.array([-np.inf, -1.5, -1e-45, -0.0, 0.0, 1e-45, 2.0, np.inf, np.nan,
-                -np.nan], np.float32)
-  key = np.asarray(pk.sort_key(jnp.asarray(x)))
-  assert (np.diff(key[:-2]) > 0).sum() == 6 and key[3] == key[4]
-  assert key[-1] == key[-2] > key[-3]
+    x = np.array(
+        [-np.inf, -1.5, -1e-45, -0.0, 0.0, 1e-45, 2.0, np.inf, np.nan, -np.nan], np.float32
+    )
+    key = np.asarray(pk.sort_key(jnp.asarray(x)))
+    assert (np.diff(key[:-2]) > 0).sum() == 6 and key[3] == key[4]
+    assert key[-1] == key[-2] > key[-3]
 
 
 def test_argument_checks():
-  f32 = jnp.ones(4, jnp.float32)
-  call = functools.partial(pk.merge_path_searchsorted, out_dtype=jnp.int32)
-  with pytest.raises(ValueError, match="side"):
-    call(f32, f32, side="middle")
-  with pytest.raises(TypeError, match="share a dtype"):
-    call(f32, f32.astype(jnp.int32), side="left")
-  with pytest.raises(ValueError, match="1-D"):
-    call(f32[None], f32, side="left")
-  with pytest.raises(TypeError, match="unsupported dtype"):
-    call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
-  with pytest.raises(TypeError, match="out_dtype"):
-    call(f32, f32, side="left", out_dtype=jnp.float32)
-  with pytest.raises(TypeError, match="MergePathConfig"):
-    call(f32, f32, side="left", config=pk.BinarySearchConfig())
+    f32 = jnp.ones(4, jnp.float32)
+    call = functools.partial(pk.merge_path_searchsorted, out_dtype=jnp.int32)
+    with pytest.raises(ValueError, match="side"):
+        call(f32, f32, side="middle")
+    with pytest.raises(TypeError, match="share a dtype"):
+        call(f32, f32.astype(jnp.int32), side="left")
+    with pytest.raises(ValueError, match="1-D"):
+        call(f32[None], f32, side="left")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
+    with pytest.raises(TypeError, match="out_dtype"):
+        call(f32, f32, side="left", out_dtype=jnp.float32)
+    with pytest.raises(TypeError, match="MergePathConfig"):
+        call(f32, f32, side="left", config=pk.BinarySearchConfig())
 
 
-@pytest.mark.parametrize("bad", [
-    dict(tile=100), dict(method="scan"), dict(chunk=16),
-    dict(method="compare"), dict(method="compare", chunk=256, tile=128),
-    dict(num_warps=3), dict(num_stages=0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(tile=100),
+        dict(method="scan"),
+        dict(chunk=16),
+        dict(method="compare"),
+        dict(method="compare", chunk=256, tile=128),
+        dict(num_warps=3),
+        dict(num_stages=0),
+    ],
+)
 def test_config_validation(bad):
-  with pytest.raises(ValueError):
-    pk.MergePathConfig(**bad)
+    with pytest.raises(ValueError):
+        pk.MergePathConfig(**bad)
 
 
 def test_tuning_space_and_defaults_are_valid():
-  space = pk.tuning_space()
-  assert len(set(space)) == len(space)
-  assert {c.kind for c in space} == {"merge_path", "binary_search"}
-  for n, m in ((1, 1), (10**4, 10**8), (10**8, 10**8), (2**31, 1)):
-    assert pk.default_merge_path_config(n, m, jnp.float32).tile >= 256
-    assert pk.default_binary_search_config(n, m, jnp.float32).block >= 128
+    space = pk.tuning_space()
+    assert len(set(space)) == len(space)
+    assert {c.kind for c in space} == {"merge_path", "binary_search"}
+    for n, m in ((1, 1), (10**4, 10**8), (10**8, 10**8), (2**31, 1)):
+        assert pk.default_merge_path_config(n, m, jnp.float32).tile >= 256
+        assert pk.default_binary_search_config(n, m, jnp.float32).block >= 128
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a GPU backend")
-@pytest.mark.parametrize("index, config",
-                         list(enumerate(pk.tuning_space())), ids=str)
+@pytest.mark.parametrize("index, config", list(enumerate(pk.tuning_space())), ids=str)
 def test_tuning_space_on_device(index, config):
-  """Every config the autotuner may pick gives exact answers on the GPU."""
-  rng = np.random.default_rng(7)
-  a = sample(rng, "float32", 100_003)
-  v = sample(rng, "float32", 70_001)
-  fn = (pk.merge_path_searchsorted if config.kind == "merge_path"
-        else pk.binary_search_searchsorted)
-  side = ("left", "right")[index % 2]  # One compile per config, both sides.
-  result = fn(jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=jnp.int32,
-              config=config)
-  np.testing.assert_array_equal(result, expected(a, v, side))
+    """Every config the autotuner may pick gives exact answers on the GPU."""
+    rng = np.random.default_rng(7)
+    a = sample(rng, "float32", 100_003)
+    v = sample(rng, "float32", 70_001)
+    fn = (
+        pk.merge_path_searchsorted if config.kind == "merge_path" else pk.binary_search_searchsorted
+    )
+    side = ("left", "right")[index % 2]  # One compile per config, both sides.
+    result = fn(jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=jnp.int32, config=config)
+    np.testing.assert_array_equal(result, expected(a, v, side))

@@ -14,59 +14,81 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax._src.lib.mlir import ir
-from lowering import backend_config, lower_for_cuda, triton_calls, triton_dialect, verified_triton_module
+from lowering import (
+    backend_config,
+    lower_for_cuda,
+    triton_calls,
+    triton_dialect,
+    verified_triton_module,
+)
 
 try:
-  import jaxsearch.pallas_kernels as pk
+    import jaxsearch.pallas_kernels as pk
 except ImportError:  # Not installed: use the source tree.
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-  import pallas_kernels as pk
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import pallas_kernels as pk
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning")
+    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
+)
 
 N, M = 1000, 777  # Ragged against every tile and block size.
 
 
 def check_lowering(fn, a, v, *, grid, num_warps, num_stages):
-  """Lowers for CUDA and checks the one Triton call it must contain."""
-  [call] = triton_calls(lower_for_cuda(fn, a, v))
-  config = backend_config(call)
-  i32 = lambda name: ir.IntegerAttr(config[name]).value
-  assert (i32("grid_x"), i32("grid_y"), i32("grid_z")) == grid
-  assert i32("num_warps") == num_warps
-  assert i32("num_stages") == num_stages
-  if triton_dialect is None:
-    pytest.skip("jaxlib has no Triton dialect bindings to verify the IR")
-  text = verified_triton_module(ir.StringAttr(config["ir"]).value_bytes)
-  assert "tt.func" in text and "tt.store" in text
-  return text
+    """Lowers for CUDA and checks the one Triton call it must contain."""
+    [call] = triton_calls(lower_for_cuda(fn, a, v))
+    config = backend_config(call)
+    i32 = lambda name: ir.IntegerAttr(config[name]).value
+    assert (i32("grid_x"), i32("grid_y"), i32("grid_z")) == grid
+    assert i32("num_warps") == num_warps
+    assert i32("num_stages") == num_stages
+    if triton_dialect is None:
+        pytest.skip("jaxlib has no Triton dialect bindings to verify the IR")
+    text = verified_triton_module(ir.StringAttr(config["ir"]).value_bytes)
+    assert "tt.func" in text and "tt.store" in text
+    return text
 
 
 def kernel_for(config, side, out_dtype=jnp.int32):
-  fn = (pk.merge_path_searchsorted if config.kind == "merge_path"
-        else pk.binary_search_searchsorted)
-  return lambda a, v: fn(a, v, side=side, out_dtype=out_dtype, config=config)
+    fn = (
+        pk.merge_path_searchsorted if config.kind == "merge_path" else pk.binary_search_searchsorted
+    )
+    return lambda a, v: fn(a, v, side=side, out_dtype=out_dtype, config=config)
 
 
 def programs(config, n=N, m=M):
-  size = config.tile if config.kind == "merge_path" else config.block
-  extent = n + m if config.kind == "merge_path" else m
-  return -(-extent // size)
+    size = config.tile if config.kind == "merge_path" else config.block
+    extent = n + m if config.kind == "merge_path" else m
+    return -(-extent // size)
 
 
 @pytest.mark.parametrize("config", pk.tuning_space(), ids=str)
 def test_every_tuning_config_lowers(config):
-  for side, dtype in (("left", jnp.float32), ("right", jnp.int32)):
-    a = jax.ShapeDtypeStruct((N,), dtype)
-    v = jax.ShapeDtypeStruct((M,), dtype)
-    check_lowering(kernel_for(config, side), a, v,
-                   grid=(programs(config), 1, 1),
-                   num_warps=config.num_warps, num_stages=config.num_stages)
+    for side, dtype in (("left", jnp.float32), ("right", jnp.int32)):
+        a = jax.ShapeDtypeStruct((N,), dtype)
+        v = jax.ShapeDtypeStruct((M,), dtype)
+        check_lowering(
+            kernel_for(config, side),
+            a,
+            v,
+            grid=(programs(config), 1, 1),
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
 
 
-LOWERING_DTYPES = ["bool", "int8", "uint16", "uint32", "float16", "bfloat16",
-                   "int64", "uint64", "float64"]
+LOWERING_DTYPES = [
+    "bool",
+    "int8",
+    "uint16",
+    "uint32",
+    "float16",
+    "bfloat16",
+    "int64",
+    "uint64",
+    "float64",
+]
 SAMPLE_CONFIGS = [
     pk.MergePathConfig(tile=1024),
     pk.MergePathConfig(tile=256, method="compare", chunk=32),
@@ -77,58 +99,83 @@ SAMPLE_CONFIGS = [
 @pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 @pytest.mark.parametrize("dtype", LOWERING_DTYPES)
 def test_dtypes_lower(config, dtype):
-  x64 = jnp.dtype(dtype).itemsize == 8
-  with jax.enable_x64(x64):
-    a = jax.ShapeDtypeStruct((N,), dtype)
-    v = jax.ShapeDtypeStruct((M,), dtype)
-    out_dtype = jnp.int64 if x64 else jnp.int32
-    text = check_lowering(kernel_for(config, "left", out_dtype), a, v,
-                          grid=(programs(config), 1, 1),
-                          num_warps=config.num_warps,
-                          num_stages=config.num_stages)
-  # Loop counters stay 32-bit under x64 too (the sizes fit in int32).
-  loops = [line for line in text.splitlines() if "scf.for" in line]
-  assert loops and all(line.endswith(": i32 {") for line in loops)
-  assert f"!tt.ptr<{'i64' if x64 else 'i32'}>" in text  # The output.
+    x64 = jnp.dtype(dtype).itemsize == 8
+    with jax.enable_x64(x64):
+        a = jax.ShapeDtypeStruct((N,), dtype)
+        v = jax.ShapeDtypeStruct((M,), dtype)
+        out_dtype = jnp.int64 if x64 else jnp.int32
+        text = check_lowering(
+            kernel_for(config, "left", out_dtype),
+            a,
+            v,
+            grid=(programs(config), 1, 1),
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
+    # Loop counters stay 32-bit under x64 too (the sizes fit in int32).
+    loops = [line for line in text.splitlines() if "scf.for" in line]
+    assert loops and all(line.endswith(": i32 {") for line in loops)
+    assert f"!tt.ptr<{'i64' if x64 else 'i32'}>" in text  # The output.
 
 
 @pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 def test_vmap_lowers_to_a_batch_grid_axis(config):
-  batch = 5
-  a = jax.ShapeDtypeStruct((batch, N), jnp.float32)
-  v = jax.ShapeDtypeStruct((batch, M), jnp.float32)
-  check_lowering(jax.vmap(kernel_for(config, "right")), a, v,
-                 grid=(programs(config), batch, 1),
-                 num_warps=config.num_warps, num_stages=config.num_stages)
-  # Unbatched `a`: still one launch, no copy of `a` per batch row.
-  a = jax.ShapeDtypeStruct((N,), jnp.float32)
-  check_lowering(jax.vmap(kernel_for(config, "right"), in_axes=(None, 0)),
-                 a, v, grid=(programs(config), batch, 1),
-                 num_warps=config.num_warps, num_stages=config.num_stages)
+    batch = 5
+    a = jax.ShapeDtypeStruct((batch, N), jnp.float32)
+    v = jax.ShapeDtypeStruct((batch, M), jnp.float32)
+    check_lowering(
+        jax.vmap(kernel_for(config, "right")),
+        a,
+        v,
+        grid=(programs(config), batch, 1),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
+    # Unbatched `a`: still one launch, no copy of `a` per batch row.
+    a = jax.ShapeDtypeStruct((N,), jnp.float32)
+    check_lowering(
+        jax.vmap(kernel_for(config, "right"), in_axes=(None, 0)),
+        a,
+        v,
+        grid=(programs(config), batch, 1),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
 
 
 def test_default_configs_lower_for_large_inputs():
-  # 1e8 elements: the sizes of the GPU benchmark, lowered without data.
-  n = m = 10**8
-  a = jax.ShapeDtypeStruct((n,), jnp.float32)
-  for config in (pk.default_merge_path_config(n, m, jnp.float32),
-                 pk.default_binary_search_config(n, m, jnp.float32)):
-    check_lowering(kernel_for(config, "left"), a, a,
-                   grid=(programs(config, n, m), 1, 1),
-                   num_warps=config.num_warps, num_stages=config.num_stages)
+    # 1e8 elements: the sizes of the GPU benchmark, lowered without data.
+    n = m = 10**8
+    a = jax.ShapeDtypeStruct((n,), jnp.float32)
+    for config in (
+        pk.default_merge_path_config(n, m, jnp.float32),
+        pk.default_binary_search_config(n, m, jnp.float32),
+    ):
+        check_lowering(
+            kernel_for(config, "left"),
+            a,
+            a,
+            grid=(programs(config, n, m), 1, 1),
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
 
 
 @pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 def test_64_bit_indices_lower(config):
-  # Past 2**31 - 1 positions the kernels index with int64 (x64 mode only).
-  n, m = 2**31, 1000
-  with jax.enable_x64(True):
-    a = jax.ShapeDtypeStruct((n,), jnp.int8)
-    v = jax.ShapeDtypeStruct((m,), jnp.int8)
-    text = check_lowering(kernel_for(config, "right", jnp.int64), a, v,
-                          grid=(programs(config, n, m), 1, 1),
-                          num_warps=config.num_warps,
-                          num_stages=config.num_stages)
-  assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
-  with pytest.raises(ValueError, match="jax_enable_x64"):
-    lower_for_cuda(kernel_for(config, "right"), a, v)
+    # Past 2**31 - 1 positions the kernels index with int64 (x64 mode only).
+    n, m = 2**31, 1000
+    with jax.enable_x64(True):
+        a = jax.ShapeDtypeStruct((n,), jnp.int8)
+        v = jax.ShapeDtypeStruct((m,), jnp.int8)
+        text = check_lowering(
+            kernel_for(config, "right", jnp.int64),
+            a,
+            v,
+            grid=(programs(config, n, m), 1, 1),
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
+    assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
+    with pytest.raises(ValueError, match="jax_enable_x64"):
+        lower_for_cuda(kernel_for(config, "right"), a, v)
