@@ -1,6 +1,10 @@
-"""GPU benchmark of the Pallas kernels against jnp, torch and cupy.
+"""GPU benchmark of jaxsearch's GPU kernels against jnp, torch and cupy.
 
 Run by bench/gpu_check.sh on a GPU machine once jaxsearch is installed.
+Both GPU implementations of the two kernels are timed: Pallas (its Triton
+backend) and the native Triton kernels through jax-triton, the latter when
+`pallas_kernels.triton_available()` says they can run (triton and jax-triton
+installed; carry the jax-triton wheel to a machine without network).
 Sorted haystack and sorted needles, N = M = 1e8 by default, int32 and
 float32. For each method: the median time, the achieved bandwidth (bytes of
 `a` and `v` read plus an int32 output written, per second: the same useful
@@ -22,193 +26,223 @@ import jax
 import jax.numpy as jnp
 
 try:
-  import jaxsearch.pallas_kernels as pk
+    import jaxsearch.pallas_kernels as pk
 except ImportError:  # Not installed: use the source tree.
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-  import pallas_kernels as pk
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import pallas_kernels as pk
 
 try:
-  import torch
+    import torch
+
+    if not torch.cuda.is_available():
+        torch = None  # A CPU build (Triton's interpreter wants one): no peer.
 except ImportError:
-  torch = None
+    torch = None
 try:
-  import cupy
+    import cupy
 except ImportError:
-  cupy = None
+    cupy = None
 
 
 def median_seconds(fn, sync, *, min_reps=3, max_reps=30, budget_s=1.0):
-  """Median wall time of `fn()` after a warm-up call, synchronised."""
-  sync(fn())
-  times = []
-  while len(times) < min_reps or (sum(times) < budget_s
-                                  and len(times) < max_reps):
-    start = time.perf_counter()
+    """Median wall time of `fn()` after a warm-up call, synchronised."""
     sync(fn())
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
+    times = []
+    while len(times) < min_reps or (sum(times) < budget_s and len(times) < max_reps):
+        start = time.perf_counter()
+        sync(fn())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def jax_sync(out):
-  jax.block_until_ready(out)
+    jax.block_until_ready(out)
 
 
 def torch_sync(_):
-  torch.cuda.synchronize()
+    torch.cuda.synchronize()
 
 
 def cupy_sync(_):
-  cupy.cuda.Device().synchronize()
+    cupy.cuda.Device().synchronize()
 
 
 def copy_baseline(nbytes):
-  """A device-to-device copy of `nbytes`: (seconds, how it was made)."""
-  if torch is not None:
-    src = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    return median_seconds(lambda: dst.copy_(src), torch_sync), "torch copy_"
-  if cupy is not None:
-    src = cupy.ones(nbytes, dtype=cupy.uint8)
-    dst = cupy.empty_like(src)
-    return median_seconds(lambda: cupy.copyto(dst, src),
-                          cupy_sync), "cupy copyto"
-  # An elementwise pass reads and writes every byte, like a copy.
-  src = jnp.ones(nbytes // 4, jnp.uint32)
-  flip = jax.jit(lambda x: x ^ 1)
-  return median_seconds(lambda: flip(src), jax_sync), "jax x ^ 1"
+    """A device-to-device copy of `nbytes`: (seconds, how it was made)."""
+    if torch is not None:
+        src = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        return median_seconds(lambda: dst.copy_(src), torch_sync), "torch copy_"
+    if cupy is not None:
+        src = cupy.ones(nbytes, dtype=cupy.uint8)
+        dst = cupy.empty_like(src)
+        return median_seconds(lambda: cupy.copyto(dst, src), cupy_sync), "cupy copyto"
+    # An elementwise pass reads and writes every byte, like a copy.
+    src = jnp.ones(nbytes // 4, jnp.uint32)
+    flip = jax.jit(lambda x: x ^ 1)
+    return median_seconds(lambda: flip(src), jax_sync), "jax x ^ 1"
 
 
 def sorted_inputs(n, m, dtype, seed=0):
-  ka, kv = jax.random.split(jax.random.key(seed))
-  if jnp.issubdtype(dtype, jnp.integer):
-    draw = lambda k, s: jax.random.randint(k, (s,), 0, 2**30, dtype)
-  else:
-    draw = lambda k, s: jax.random.normal(k, (s,), dtype)
-  return jax.block_until_ready((jnp.sort(draw(ka, n)), jnp.sort(draw(kv, m))))
+    ka, kv = jax.random.split(jax.random.key(seed))
+    if jnp.issubdtype(dtype, jnp.integer):
+        draw = lambda k, s: jax.random.randint(k, (s,), 0, 2**30, dtype)
+    else:
+        draw = lambda k, s: jax.random.normal(k, (s,), dtype)
+    return jax.block_until_ready((jnp.sort(draw(ka, n)), jnp.sort(draw(kv, m))))
 
 
-# Set by --interpret: our kernels in the Pallas interpreter, to smoke-test
-# this script on a machine without a GPU.
+# Set by --interpret: our kernels in the Pallas interpreter (and the native
+# Triton ones in Triton's, given TRITON_INTERPRET=1), to smoke-test this
+# script on a machine without a GPU.
 INTERPRET = False
+# Whether the native Triton kernels can run, and why not; set in main().
+TRITON = (False, "not checked yet")
 
 
 def ours(fn, **kwargs):
-  return functools.partial(fn, side="left", out_dtype=jnp.int32,
-                           interpret=INTERPRET, **kwargs)
+    return functools.partial(fn, side="left", out_dtype=jnp.int32, interpret=INTERPRET, **kwargs)
+
+
+def implementations():
+    """GPU implementation -> (merge-path wrapper, binary-search wrapper)."""
+    found = {"pallas": (pk.merge_path_searchsorted, pk.binary_search_searchsorted)}
+    if TRITON[0]:
+        found["triton"] = (pk.triton_merge_path_searchsorted, pk.triton_binary_search_searchsorted)
+    return found
 
 
 def methods(a, v):
-  """name -> (fn returning the answers, sync); jitted once, here."""
-  jitted = {
-      "jaxsearch merge_path": ours(pk.merge_path_searchsorted),
-      "jaxsearch binary_search": ours(pk.binary_search_searchsorted),
-  }
-  for name in ("scan", "scan_unrolled", "sort"):
-    jitted[f"jnp {name}"] = functools.partial(
-        jnp.searchsorted, side="left", method=name)
-  found = {name: (functools.partial(jax.jit(fn), a, v), jax_sync)
-           for name, fn in jitted.items()}
-  if torch is not None:
-    a_t, v_t = torch.from_dlpack(a), torch.from_dlpack(v)
-    found["torch.searchsorted"] = (
-        lambda: torch.searchsorted(a_t, v_t, out_int32=True), torch_sync)
-  if cupy is not None:
-    a_c, v_c = cupy.from_dlpack(a), cupy.from_dlpack(v)
-    found["cupy.searchsorted"] = (lambda: cupy.searchsorted(a_c, v_c),
-                                  cupy_sync)
-  return found
+    """name -> (fn returning the answers, sync); jitted once, here."""
+    jitted = {}
+    for impl, (merge, bisect) in implementations().items():
+        jitted[f"jaxsearch {impl} merge_path"] = ours(merge)
+        jitted[f"jaxsearch {impl} binary_search"] = ours(bisect)
+    for name in ("scan", "scan_unrolled", "sort"):
+        jitted[f"jnp {name}"] = functools.partial(jnp.searchsorted, side="left", method=name)
+    found = {name: (functools.partial(jax.jit(fn), a, v), jax_sync) for name, fn in jitted.items()}
+    if torch is not None:
+        a_t, v_t = torch.from_dlpack(a), torch.from_dlpack(v)
+        found["torch.searchsorted"] = (
+            lambda: torch.searchsorted(a_t, v_t, out_int32=True),
+            torch_sync,
+        )
+    if cupy is not None:
+        a_c, v_c = cupy.from_dlpack(a), cupy.from_dlpack(v)
+        found["cupy.searchsorted"] = (lambda: cupy.searchsorted(a_c, v_c), cupy_sync)
+    return found
 
 
 def as_jax(out):
-  if torch is not None and isinstance(out, torch.Tensor):
-    return jnp.from_dlpack(out.to(torch.int32))
-  if cupy is not None and isinstance(out, cupy.ndarray):
-    return jnp.from_dlpack(out.astype(cupy.int32))
-  return out
+    if torch is not None and isinstance(out, torch.Tensor):
+        return jnp.from_dlpack(out.to(torch.int32))
+    if cupy is not None and isinstance(out, cupy.ndarray):
+        return jnp.from_dlpack(out.astype(cupy.int32))
+    return out
 
 
 def report(rows, copy_s, nbytes, baseline):
-  print(f"  {'method':28s} {'ms':>9s} {'GB/s':>8s} {'copy/t':>7s} "
-        f"{'vs ' + baseline:>14s}  ok")
-  base_s = dict((name, s) for name, s, _ in rows).get(baseline)
-  for name, seconds, ok in rows:
-    speedup = f"{base_s / seconds:13.1f}x" if base_s else f"{'-':>14s}"
-    print(f"  {name:28s} {seconds * 1e3:9.3f} {nbytes / seconds / 1e9:8.1f} "
-          f"{copy_s / seconds:7.3f} {speedup}  {'yes' if ok else 'NO'}")
+    print(f"  {'method':32s} {'ms':>9s} {'GB/s':>8s} {'copy/t':>7s} {'vs ' + baseline:>14s}  ok")
+    base_s = dict((name, s) for name, s, _ in rows).get(baseline)
+    for name, seconds, ok in rows:
+        speedup = f"{base_s / seconds:13.1f}x" if base_s else f"{'-':>14s}"
+        print(
+            f"  {name:32s} {seconds * 1e3:9.3f} {nbytes / seconds / 1e9:8.1f} "
+            f"{copy_s / seconds:7.3f} {speedup}  {'yes' if ok else 'NO'}"
+        )
 
 
 def run_case(n, m, dtype, copy_s):
-  a, v = sorted_inputs(n, m, dtype)
-  nbytes = (n + m) * a.dtype.itemsize + m * 4
-  want = jax.block_until_ready(
-      jnp.searchsorted(a, v, side="left", method="sort").astype(jnp.int32))
-  rows = []
-  for name, (fn, sync) in methods(a, v).items():
-    try:
-      seconds = median_seconds(fn, sync)
-      ok = bool(jnp.array_equal(as_jax(fn()).astype(jnp.int32), want))
-    except Exception as err:  # One failing peer must not stop the rest.
-      print(f"  {name}: failed: {type(err).__name__}: {err}")
-      continue
-    rows.append((name, seconds, ok))
-  sorted_s = median_seconds(lambda: pk.is_sorted(v), jax_sync)
-  rows.append(("jaxsearch is_sorted(v) only", sorted_s, bool(pk.is_sorted(v))))
-  print(f"\nN={n:.0e} M={m:.0e} {jnp.dtype(dtype).name}: "
-        f"{nbytes / 1e9:.2f} GB of useful traffic")
-  report(rows, copy_s, nbytes, "jnp scan")
-  del a, v, want
+    a, v = sorted_inputs(n, m, dtype)
+    nbytes = (n + m) * a.dtype.itemsize + m * 4
+    want = jax.block_until_ready(
+        jnp.searchsorted(a, v, side="left", method="sort").astype(jnp.int32)
+    )
+    rows = []
+    for name, (fn, sync) in methods(a, v).items():
+        try:
+            seconds = median_seconds(fn, sync)
+            ok = bool(jnp.array_equal(as_jax(fn()).astype(jnp.int32), want))
+        except Exception as err:  # One failing peer must not stop the rest.
+            print(f"  {name}: failed: {type(err).__name__}: {err}")
+            continue
+        rows.append((name, seconds, ok))
+    sorted_s = median_seconds(lambda: pk.is_sorted(v), jax_sync)
+    rows.append(("jaxsearch is_sorted(v) only", sorted_s, bool(pk.is_sorted(v))))
+    print(f"\nN={n:.0e} M={m:.0e} {jnp.dtype(dtype).name}: {nbytes / 1e9:.2f} GB of useful traffic")
+    report(rows, copy_s, nbytes, "jnp scan")
+    del a, v, want
 
 
 def sweep(n, m, dtype, copy_s):
-  """Times every tuning-space config: data for the autotuner's defaults."""
-  a, v = sorted_inputs(n, m, dtype, seed=1)
-  nbytes = (n + m) * a.dtype.itemsize + m * 4
-  rows = []
-  for config in pk.tuning_space():
-    fn = (pk.merge_path_searchsorted if config.kind == "merge_path"
-          else pk.binary_search_searchsorted)
-    call = jax.jit(ours(fn, config=config))
-    rows.append((median_seconds(lambda: call(a, v), jax_sync,
-                                max_reps=10, budget_s=0.3), config))
-  print(f"\nTuning space, N={n:.0e} M={m:.0e} {jnp.dtype(dtype).name}:")
-  for seconds, config in sorted(rows, key=lambda r: r[0]):
-    print(f"  {seconds * 1e3:9.3f} ms {nbytes / seconds / 1e9:8.1f} GB/s "
-          f"copy/t {copy_s / seconds:6.3f}  {config}")
+    """Times every tuning-space config: data for the autotuner's defaults."""
+    a, v = sorted_inputs(n, m, dtype, seed=1)
+    nbytes = (n + m) * a.dtype.itemsize + m * 4
+    rows = []
+    for impl, (merge, bisect) in implementations().items():
+        for config in pk.tuning_space():
+            fn = merge if config.kind == "merge_path" else bisect
+            call = functools.partial(jax.jit(ours(fn, config=config)), a, v)
+            try:
+                seconds = median_seconds(call, jax_sync, max_reps=10, budget_s=0.3)
+            except Exception as err:  # noqa: BLE001  (one failure must not stop all)
+                print(f"  {impl} {config}: failed: {type(err).__name__}: {err}")
+                continue
+            rows.append((seconds, impl, config))
+    print(f"\nTuning space, N={n:.0e} M={m:.0e} {jnp.dtype(dtype).name}:")
+    for seconds, impl, config in sorted(rows, key=lambda r: r[0]):
+        print(
+            f"  {seconds * 1e3:9.3f} ms {nbytes / seconds / 1e9:8.1f} GB/s "
+            f"copy/t {copy_s / seconds:6.3f}  {impl:6s} {config}"
+        )
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--n", type=float, default=1e8)
-  parser.add_argument("--m", type=float, default=1e8)
-  parser.add_argument("--sweep", action="store_true",
-                      help="also time every tuning-space config (float32)")
-  parser.add_argument("--skew", action="store_true",
-                      help="also N >> M and M >> N (int32)")
-  parser.add_argument("--interpret", action="store_true",
-                      help="our kernels in the Pallas interpreter (no GPU)")
-  args = parser.parse_args()
-  global INTERPRET
-  INTERPRET = args.interpret
-  n, m = int(args.n), int(args.m)
-  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}; "
-        f"torch {getattr(torch, '__version__', 'absent')}; "
-        f"cupy {getattr(cupy, '__version__', 'absent')}")
-  print(f"default configs: {pk.default_merge_path_config(n, m, jnp.float32)}"
-        f", {pk.default_binary_search_config(n, m, jnp.float32)}")
-  nbytes = (n + m) * 4 + m * 4
-  copy_s, how = copy_baseline(nbytes)
-  print(f"device-to-device copy ({how}) of {nbytes / 1e9:.2f} GB: "
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=float, default=1e8)
+    parser.add_argument("--m", type=float, default=1e8)
+    parser.add_argument(
+        "--sweep", action="store_true", help="also time every tuning-space config (float32)"
+    )
+    parser.add_argument("--skew", action="store_true", help="also N >> M and M >> N (int32)")
+    parser.add_argument(
+        "--interpret",
+        action="store_true",
+        help="our kernels in the Pallas interpreter, and the "
+        "native Triton ones in Triton's given TRITON_INTERPRET=1"
+        " (no GPU)",
+    )
+    args = parser.parse_args()
+    global INTERPRET, TRITON
+    INTERPRET = args.interpret
+    TRITON = pk.triton_available(interpret=INTERPRET)
+    n, m = int(args.n), int(args.m)
+    print(
+        f"jax {jax.__version__} on {jax.devices()[0].device_kind}; "
+        f"torch {getattr(torch, '__version__', 'absent or without CUDA')}; "
+        f"cupy {getattr(cupy, '__version__', 'absent')}"
+    )
+    print(f"native Triton kernels: {'timed' if TRITON[0] else 'skipped'} ({TRITON[1]})")
+    print(
+        f"default configs: {pk.default_merge_path_config(n, m, jnp.float32)}"
+        f", {pk.default_binary_search_config(n, m, jnp.float32)}"
+    )
+    nbytes = (n + m) * 4 + m * 4
+    copy_s, how = copy_baseline(nbytes)
+    print(
+        f"device-to-device copy ({how}) of {nbytes / 1e9:.2f} GB: "
         f"{copy_s * 1e3:.3f} ms, {2 * nbytes / copy_s / 1e9:.0f} GB/s "
-        f"read+write; copy/t below is the fraction of copy speed")
-  for dtype in (jnp.int32, jnp.float32):
-    run_case(n, m, dtype, copy_s)
-  if args.skew:
-    for skew_n, skew_m in ((n, max(m // 10_000, 1)), (max(n // 10_000, 1), m)):
-      skew_bytes = (skew_n + skew_m) * 4 + skew_m * 4
-      run_case(skew_n, skew_m, jnp.int32, copy_s * skew_bytes / nbytes)
-  if args.sweep:
-    sweep(n, m, jnp.float32, copy_s)
+        f"read+write; copy/t below is the fraction of copy speed"
+    )
+    for dtype in (jnp.int32, jnp.float32):
+        run_case(n, m, dtype, copy_s)
+    if args.skew:
+        for skew_n, skew_m in ((n, max(m // 10_000, 1)), (max(n // 10_000, 1), m)):
+            skew_bytes = (skew_n + skew_m) * 4 + skew_m * 4
+            run_case(skew_n, skew_m, jnp.int32, copy_s * skew_bytes / nbytes)
+    if args.sweep:
+        sweep(n, m, jnp.float32, copy_s)
 
 
 if __name__ == "__main__":
-  main()
+    main()

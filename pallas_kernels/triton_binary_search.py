@@ -1,0 +1,56 @@
+"""Binary-search searchsorted for any needles, in the Triton language.
+
+The kernel behind `triton_binary_search_searchsorted` (in
+`triton_searchsorted`, which imports this module lazily): each program takes
+`BLOCK` needles, one lane each, and every lane searches the whole of `a`
+with the same fixed number of halvings, ceil(log2(N + 1)), so the lanes of
+a warp never diverge. Grid: (ceil(M / BLOCK), batch).
+"""
+
+import triton
+import triton.language as tl
+
+from ._triton_common import (
+    as_index,
+    batch_row,
+    bisect,
+    index_dtype,
+    load_needles,
+    store_answers,
+)
+
+
+@triton.jit
+def binary_search_kernel(
+    a_ptr,
+    v_ptr,
+    n,
+    m,
+    a_stride,
+    v_stride,
+    o_ptr,
+    BLOCK: tl.constexpr,
+    STEPS: tl.constexpr,
+    LEFT: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    """o[j] = the number of `a` elements that precede v[j] (LEFT: a < v,
+    else a <= v), for the BLOCK needles of this program.
+
+    Args:
+      a_ptr, v_ptr: the haystack (n elements) and the needles (m elements) of
+        batch row 0; row r starts `r * a_stride` (`r * v_stride`) further on,
+        0 for an operand every row shares.
+      STEPS: halvings, n.bit_length().
+      o_ptr: int32 or int64 answers, m per row.
+      WIDE: int64 positions (n + m + BLOCK passes 2**31 - 1).
+    """
+    a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
+    n = as_index(n, WIDE)
+    m = as_index(m, WIDE)
+    start = as_index(tl.program_id(0), WIDE) * BLOCK
+    v_key, valid = load_needles(v_ptr, start, m - start, BLOCK)
+    lo = tl.zeros([BLOCK], index_dtype(WIDE))
+    hi = tl.where(valid, lo + n, lo)
+    answer = bisect(lo, hi, a_ptr, v_key, None, None, STEPS, LEFT, False)
+    store_answers(o_ptr, start, answer, valid, BLOCK)

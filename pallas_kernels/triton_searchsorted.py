@@ -1,0 +1,340 @@
+"""The native Triton kernels, called from JAX through `jax_triton.triton_call`.
+
+`triton_merge_path_searchsorted` (sorted needles) and
+`triton_binary_search_searchsorted` (any needles) have the semantics and the
+configs of the Pallas wrappers: every real dtype, NaN last with all NaNs
+equal, -0.0 == 0.0, both sides, int32 or int64 answers, answers in [0, N]
+under a broken sortedness promise. The kernels themselves are in
+`triton_merge_path.py` and `triton_binary_search.py`.
+
+Nothing here imports triton, torch or jax-triton at import time: the kernel
+modules and jax-triton load on the first call, so this module imports on any
+machine, and `triton_available()` says whether the kernels can run. jax-triton
+imports only where jaxlib has GPU support; `triton_available()` checks that
+before it tries. With `interpret=True` the kernels run in Triton's own
+interpreter on the host (through `jax.pure_callback`, on torch CPU tensors):
+exact and slow, for tests. That needs TRITON_INTERPRET=1 in the environment
+before the kernel modules load, since Triton picks the interpreter when it
+decorates a kernel.
+
+This module needs nothing from the Pallas kernels, so it keeps working with
+a jax whose Pallas lacks the Triton backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._order import SIDES, check_dtype
+from .configs import (
+    BinarySearchConfig,
+    MergePathConfig,
+    default_binary_search_config,
+    default_merge_path_config,
+)
+
+_INT32_MAX = np.iinfo(np.int32).max
+# CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
+_MAX_GRID_Y = 65535
+
+_INSTALL_HINT = (
+    "pip install 'triton>=3.6' 'jax-triton>=0.3.1' with a GPU jaxlib (jax[cuda12] or jax[cuda13])"
+)
+
+
+def _probe(interpret):
+    try:
+        import triton
+    except ImportError as exc:
+        return False, f"triton is not installed ({exc}): {_INSTALL_HINT}"
+    interpreting = bool(triton.knobs.runtime.interpret)
+    if interpret:
+        if not interpreting:
+            return False, (
+                "Triton's interpreter needs TRITON_INTERPRET=1 in the "
+                "environment before the kernels first load"
+            )
+        try:
+            import torch  # noqa: F401  (the interpreter runs on torch tensors)
+        except ImportError as exc:
+            return False, (
+                f"torch is not installed ({exc}); Triton's interpreter "
+                "runs kernels on torch CPU tensors"
+            )
+        return True, f"triton {triton.__version__} interpreter"
+    if interpreting:
+        return False, (
+            "TRITON_INTERPRET=1 is set: the kernels run only in "
+            "Triton's interpreter (interpret=True)"
+        )
+    # jax-triton raises at import without GPU support in jaxlib, after it has
+    # already set TRITON_CACHE_DIR and registered lowerings: look first.
+    try:
+        from jax._src.lib import gpu_triton
+    except ImportError:
+        gpu_triton = None
+    if not hasattr(gpu_triton, "get_compute_capability"):
+        return False, f"jaxlib has no GPU support: {_INSTALL_HINT}"
+    try:
+        import jax_triton
+    except Exception as exc:  # noqa: BLE001  (ImportError, or a version clash)
+        return False, f"jax-triton did not import ({exc}): {_INSTALL_HINT}"
+    return True, (f"triton {triton.__version__}, jax-triton {jax_triton.__version__}")
+
+
+@functools.cache
+def triton_available(interpret: bool = False) -> tuple[bool, str]:
+    """Whether the native Triton kernels can run here, and why not.
+
+    Args:
+      interpret: ask about Triton's interpreter (triton, torch and
+        TRITON_INTERPRET=1) instead of compiled kernels through jax-triton
+        (triton, jax-triton and a jaxlib with GPU support).
+
+    Returns:
+      (True, the versions in use) or (False, the reason and what to install).
+      Cached: call `triton_available.cache_clear()` after changing the
+      environment.
+    """
+    return _probe(interpret)
+
+
+def _validate(a, v, side, out_dtype):
+    """Checks the wrapper arguments; returns `out_dtype` as a numpy dtype."""
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError(f"a and v must be 1-D, got shapes {a.shape}, {v.shape}")
+    if a.dtype != v.dtype:
+        raise TypeError(f"a and v must share a dtype, got {a.dtype}, {v.dtype}")
+    check_dtype(a.dtype)
+    out_dtype = jnp.dtype(out_dtype)
+    if out_dtype not in (jnp.dtype(jnp.int32), jnp.dtype(jnp.int64)):
+        raise TypeError(f"out_dtype must be int32 or int64, got {out_dtype}")
+    if out_dtype == jnp.int64 and not jax.config.jax_enable_x64:
+        raise TypeError("out_dtype int64 needs jax_enable_x64")
+    if out_dtype == jnp.int32 and a.shape[0] > _INT32_MAX:
+        raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
+    return out_dtype
+
+
+def _config(config, cls, default, n, m, dtype):
+    if config is None:
+        return default(n, m, dtype)
+    if not isinstance(config, cls):
+        raise TypeError(f"config must be a {cls.__name__}, got {config!r}")
+    return config
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """What one kernel launch needs besides the operands."""
+
+    kind: str  # "merge_path" or "binary_search"
+    config: MergePathConfig | BinarySearchConfig
+    side: str
+    out_dtype: np.dtype
+    interpret: bool
+
+    def kernel(self):
+        """The kernel (a triton JITFunction, or the interpreter's)."""
+        module = importlib.import_module(f".triton_{self.kind}", __package__)
+        kernel = getattr(module, f"{self.kind}_kernel")
+        interpreted = type(kernel).__name__ == "InterpretedFunction"
+        if self.interpret and not interpreted:
+            raise RuntimeError(
+                "interpret=True needs TRITON_INTERPRET=1 in the environment before "
+                "jaxsearch's Triton kernels first load (Triton picks its "
+                "interpreter when it decorates a kernel)"
+            )
+        if interpreted and not self.interpret:
+            raise RuntimeError(
+                "TRITON_INTERPRET=1 made the Triton kernels interpreter-only: pass "
+                "interpret=True, or unset it before the kernels first load"
+            )
+        return kernel
+
+    def grid_and_constexprs(self, n, m):
+        """Programs along grid axis 0, and the kernel's constexpr arguments."""
+        config = self.config
+        left = self.side == "left"
+        if self.kind == "merge_path":
+            return -(-(n + m) // config.tile), {
+                "TILE": config.tile,
+                "BISECT": config.method == "bisect",
+                "CHUNK": config.chunk,
+                "DIAG_STEPS": min(n, m).bit_length(),
+                "LEFT": left,
+                "WIDE": n + m + config.tile > _INT32_MAX,
+            }
+        return -(-m // config.block), {
+            "BLOCK": config.block,
+            "STEPS": n.bit_length(),
+            "LEFT": left,
+            "WIDE": n + m + config.block > _INT32_MAX,
+        }
+
+
+def _launch(spec, a2, v2):
+    """Answers for a batch: `a2` (Ba, N) and `v2` (Bv, M), each of Ba and Bv
+    either 1 (shared by every row) or the batch size. Returns (rows, M)."""
+    rows = max(a2.shape[0], v2.shape[0])
+    if rows > _MAX_GRID_Y:
+        part = lambda x, r: x[r : r + _MAX_GRID_Y] if x.shape[0] > 1 else x
+        return jnp.concatenate(
+            [_launch(spec, part(a2, r), part(v2, r)) for r in range(0, rows, _MAX_GRID_Y)]
+        )
+    n, m = a2.shape[1], v2.shape[1]
+    kernel = spec.kernel()
+    grid_x, constexprs = spec.grid_and_constexprs(n, m)
+    grid = (grid_x, rows)
+    # n, m, then the row strides: 0 for an operand every row shares.
+    scalars = (n, m, n if a2.shape[0] > 1 else 0, m if v2.shape[0] > 1 else 0)
+    out_shape = jax.ShapeDtypeStruct((rows, m), spec.out_dtype)
+    if spec.interpret:
+        return _interpret_call(kernel, a2, v2, scalars, out_shape, grid, constexprs)
+    import jax_triton
+
+    return jax_triton.triton_call(
+        a2,
+        v2,
+        *scalars,
+        kernel=kernel,
+        out_shape=out_shape,
+        grid=grid,
+        num_warps=spec.config.num_warps,
+        num_stages=spec.config.num_stages,
+        name=f"jaxsearch_triton_{spec.kind}",
+        **constexprs,
+    )
+
+
+def _to_torch(x):
+    """A writable torch CPU tensor holding numpy array `x`."""
+    import torch
+
+    x = np.array(x)  # A copy: callback operands may be read-only.
+    if x.dtype == jnp.bfloat16:  # numpy's bfloat16 is not torch's.
+        return torch.from_numpy(x.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(x)
+
+
+def _interpret_call(kernel, a2, v2, scalars, out_shape, grid, constexprs):
+    """Runs `kernel` in Triton's interpreter on the host."""
+
+    def host(a, v):
+        import torch
+
+        dtype = getattr(torch, out_shape.dtype.name)
+        # Unwritten answers would show as INT_MIN: out of every valid range.
+        out = torch.full(out_shape.shape, torch.iinfo(dtype).min, dtype=dtype)
+        kernel[grid](_to_torch(a), _to_torch(v), *scalars, out, **constexprs)
+        return out.numpy()
+
+    return jax.pure_callback(host, out_shape, a2, v2)
+
+
+def _batched(spec):
+    """`_launch` as a function of 2-D operands that `vmap` batches: a batch
+    axis becomes more rows, so each batch level costs no extra launch."""
+
+    @jax.custom_batching.custom_vmap
+    def call(a2, v2):
+        return _launch(spec, a2, v2)
+
+    @call.def_vmap
+    def _rule(axis_size, in_batched, a2, v2):
+        rows = max(a2.shape[-2], v2.shape[-2])
+
+        def flat(x, batched):
+            if not batched and x.shape[0] == 1:
+                return x  # One row for all: stride 0, no copy.
+            # (axis_size, rows, length): broadcast only where the other operand
+            # has more rows than this one (nested vmap).
+            x = jnp.broadcast_to(x, (axis_size, rows, x.shape[-1]))
+            return x.reshape(axis_size * rows, x.shape[-1])
+
+        out = call(flat(a2, in_batched[0]), flat(v2, in_batched[1]))
+        return out.reshape(axis_size, rows, out.shape[-1]), True
+
+    return call
+
+
+def _search(kind, config, a, v, side, out_dtype, interpret):
+    spec = _Launch(kind, config, side, out_dtype, interpret)
+    # Integer answers: zero cotangents, as jnp's; neither jax-triton's call
+    # nor the callback has a derivative rule.
+    a, v = lax.stop_gradient(a), lax.stop_gradient(v)
+    if a.dtype == jnp.bool_:  # Stored as bytes; False < True as 0 < 1.
+        a, v = a.astype(jnp.uint8), v.astype(jnp.uint8)
+    return _batched(spec)(a[None], v[None])[0]
+
+
+@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
+def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
+    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`, by the
+    native Triton merge-path kernel.
+
+    Args:
+      a: 1-D sorted array (NaNs last), the haystack.
+      v: 1-D sorted array (NaNs last) of the same dtype, the needles.
+      side: 'left' or 'right', as in `jnp.searchsorted`.
+      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
+      config: a MergePathConfig; None picks `default_merge_path_config`.
+      interpret: run the kernel in Triton's interpreter on the host (needs
+        torch, and TRITON_INTERPRET=1 before the kernels first load).
+
+    Returns:
+      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
+      number of elements of `a` before it (side='left': a < v; side='right':
+      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
+      If `a` or `v` is not sorted the values are unspecified but lie in
+      [0, len(a)].
+
+    Raises:
+      ImportError: triton or jax-triton is missing (see `triton_available`).
+    """
+    out_dtype = _validate(a, v, side, out_dtype)
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        return jnp.zeros((m,), out_dtype)
+    config = _config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
+    return _search("merge_path", config, a, v, side, out_dtype, interpret)
+
+
+@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
+def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
+    """`jnp.searchsorted(a, v, side)` for sorted `a` and any `v`, by the
+    native Triton binary-search kernel.
+
+    Args:
+      a: 1-D sorted array (NaNs last), the haystack.
+      v: 1-D array of the same dtype, the needles, in any order.
+      side: 'left' or 'right', as in `jnp.searchsorted`.
+      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
+      config: a BinarySearchConfig; None picks `default_binary_search_config`.
+      interpret: run the kernel in Triton's interpreter on the host (needs
+        torch, and TRITON_INTERPRET=1 before the kernels first load).
+
+    Returns:
+      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
+      number of elements of `a` before it (side='left': a < v; side='right':
+      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
+      If `a` is not sorted the values are unspecified but lie in [0, len(a)].
+
+    Raises:
+      ImportError: triton or jax-triton is missing (see `triton_available`).
+    """
+    out_dtype = _validate(a, v, side, out_dtype)
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        return jnp.zeros((m,), out_dtype)
+    config = _config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
+    return _search("binary_search", config, a, v, side, out_dtype, interpret)

@@ -1,0 +1,611 @@
+"""Correctness of the native Triton kernels against numpy and jnp.
+
+Every case runs in Triton's interpreter on the CPU and, marked `gpu`, compiled
+through jax-triton on a GPU when there is one (`pytest -m gpu`).
+
+Triton chooses its interpreter when it decorates a kernel, from
+TRITON_INTERPRET, so the interpreter cases run in one worker process started
+with TRITON_INTERPRET=1 (this file run as a script, answering requests on its
+standard input), and this process keeps compiled kernels for
+test_triton_compile.py. The interpreter wants torch tensors: the wrappers'
+`interpret=True` path hands it torch CPU tensors from a `jax.pure_callback`,
+so these cases exercise the whole wrapper (dtype handling, vmap, empty
+inputs) around the kernels. Without triton or torch the interpreter cases
+skip, saying which is missing.
+"""
+
+import functools
+import importlib.util
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+try:
+    import jaxsearch.pallas_kernels as pk
+except ImportError:  # Not installed: use the source tree.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import pallas_kernels as pk
+
+ON_GPU = jax.default_backend() == "gpu"
+
+# Small tiles and blocks, so that small inputs span many programs.
+CONFIGS = {
+    "merge_bisect": pk.MergePathConfig(tile=128),
+    "merge_compare": pk.MergePathConfig(tile=128, method="compare", chunk=32),
+    "binary": pk.BinarySearchConfig(block=128),
+}
+KERNELS = list(CONFIGS)
+MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
+
+X64_DTYPES = ["int64", "uint64", "float64"]
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+    "float16",
+    "bfloat16",
+    "float32",
+] + X64_DTYPES
+
+
+# ---------------------------------------------------------------------------
+# What runs the kernels: module-level functions, so that the worker process
+# (this file run as a script) runs the same code with interpret=True.
+
+
+def wrapper(kernel):
+    return (
+        pk.triton_binary_search_searchsorted
+        if kernel == "binary"
+        else pk.triton_merge_path_searchsorted
+    )
+
+
+def search(kernel, a, v, side, *, interpret, out_dtype="int32", config=None):
+    """The wrapper's answers, as numpy; x64 on for 64-bit inputs or output."""
+    wide = out_dtype == "int64" or str(np.asarray(a).dtype) in X64_DTYPES
+    with jax.enable_x64(wide):
+        return np.asarray(
+            wrapper(kernel)(
+                jnp.asarray(a),
+                jnp.asarray(v),
+                side=side,
+                out_dtype=out_dtype,
+                config=CONFIGS[kernel] if config is None else config,
+                interpret=interpret,
+            )
+        )
+
+
+def search_vmap(kernel, a, v, side, in_axes, *, interpret):
+    fn = jax.jit(
+        jax.vmap(
+            functools.partial(
+                wrapper(kernel),
+                side=side,
+                out_dtype=jnp.int32,
+                config=CONFIGS[kernel],
+                interpret=interpret,
+            ),
+            in_axes=in_axes,
+        )
+    )
+    return np.asarray(fn(a, v))
+
+
+def search_nested_vmap(kernel, a, v, *, interpret):
+    """v: (S, B, M) searched in a: (B, N), vmapped over B inside S."""
+    inner = jax.vmap(
+        functools.partial(
+            wrapper(kernel),
+            side="left",
+            out_dtype=jnp.int32,
+            config=CONFIGS[kernel],
+            interpret=interpret,
+        )
+    )
+    return np.asarray(jax.jit(jax.vmap(inner, in_axes=(None, 0)))(a, v))
+
+
+def search_vmap_split_grid(kernel, a, v, in_axes, *, interpret):
+    """`search_vmap` with a grid limit of 2 batch rows per launch, so that a
+    batch goes out in several launches (as one past 65535 rows would)."""
+    module = pk.triton_searchsorted
+    saved, module._MAX_GRID_Y = module._MAX_GRID_Y, 2
+    try:
+        return search_vmap(kernel, a, v, "left", in_axes, interpret=interpret)
+    finally:
+        module._MAX_GRID_Y = saved
+
+
+def search_grad(kernel, a, v, *, interpret):
+    """Gradient of a float of the answers: zero, as for jnp.searchsorted."""
+    fn = lambda a: (
+        wrapper(kernel)(
+            a, v, side="left", out_dtype=jnp.int32, config=CONFIGS[kernel], interpret=interpret
+        )
+        .sum()
+        .astype(jnp.float32)
+    )
+    return np.asarray(jax.grad(fn)(jnp.asarray(a)))
+
+
+def launch_kernel(kind, a, v, side, *, wide, rows, interpret):
+    """The kernel alone, launched on torch tensors in the interpreter (the
+    worker only): WIDE (int64 positions) on small inputs, and a batch of
+    `rows` that share `a` (stride 0) while each has its own `v`."""
+    import torch
+
+    assert interpret, "torch CPU tensors run in the interpreter only"
+
+    config = CONFIGS["merge_bisect" if kind == "merge_path" else "binary"]
+    spec = pk.triton_searchsorted._Launch(kind, config, side, np.dtype(np.int64), interpret=True)
+    n, m = a.shape[-1], v.shape[-1]
+    grid_x, constexprs = spec.grid_and_constexprs(n, m)
+    constexprs["WIDE"] = wide
+    out = torch.full((rows, m), -1, dtype=torch.int64)
+    spec.kernel()[(grid_x, rows)](
+        torch.from_numpy(a.copy()),
+        torch.from_numpy(v.copy()),
+        n,
+        m,
+        0,
+        m if rows > 1 else 0,
+        out,
+        **constexprs,
+    )
+    return out.numpy()
+
+
+# ---------------------------------------------------------------------------
+# The worker: requests (function name, args, kwargs) in, pickled answers out.
+
+
+def _serve():
+    reply = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # Library prints must not corrupt the replies.
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            name, args, kwargs = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            result = ("ok", globals()[name](*args, interpret=True, **kwargs))
+        except Exception:  # noqa: BLE001  (reported: the test fails on it)
+            result = ("error", traceback.format_exc())
+        pickle.dump(result, reply)
+        reply.flush()
+
+
+class Worker:
+    """A process running this file with TRITON_INTERPRET=1."""
+
+    def __init__(self):
+        env = dict(os.environ, TRITON_INTERPRET="1", JAX_PLATFORMS="cpu")
+        # Outside the source tree, as tests/processes.py runs Python.
+        self.scratch = tempfile.TemporaryDirectory()
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve"],
+            env=env,
+            cwd=self.scratch.name,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def __call__(self, name, *args, **kwargs):
+        pickle.dump((name, args, kwargs), self.process.stdin)
+        self.process.stdin.flush()
+        try:
+            status, value = pickle.load(self.process.stdout)
+        except EOFError:
+            raise AssertionError(f"the interpreter worker died (exit {self.process.wait()})")
+        if status == "error":
+            raise AssertionError(f"in the interpreter worker:\n{value}")
+        return value
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.scratch.cleanup()
+
+
+def interpreter_missing():
+    """Why Triton's interpreter cannot run here, or None."""
+    for module in ("triton", "torch"):
+        if importlib.util.find_spec(module) is None:
+            return (
+                f"{module} is not installed: Triton's interpreter needs triton "
+                "and torch (on Python 3.11: pip install torch==2.13.0 triton)"
+            )
+    return None
+
+
+@pytest.fixture(scope="module")
+def worker():
+    reason = interpreter_missing()
+    if reason:
+        pytest.skip(reason)
+    worker = Worker()
+    yield worker
+    worker.close()
+
+
+def on_device(name, *args, **kwargs):
+    return globals()[name](*args, interpret=False, **kwargs)
+
+
+@pytest.fixture(
+    params=[
+        "interpret",
+        pytest.param(
+            "device",
+            marks=[pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a GPU backend")],
+        ),
+    ]
+)
+def run(request):
+    """Calls a function above by name, in the interpreter or on the GPU."""
+    if request.param == "interpret":
+        return request.getfixturevalue("worker")
+    available, reason = pk.triton_available()
+    if not available:
+        pytest.skip(reason)
+    return on_device
+
+
+# ---------------------------------------------------------------------------
+# Data and expectations (as in test_pallas_interpret.py).
+
+
+def sample(rng, dtype, size):
+    """Sorted values with many duplicates; floats add +-inf, +-0.0 and NaN."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.bool_:
+        return np.sort(rng.integers(0, 2, size).astype(bool))
+    if jnp.issubdtype(dtype, jnp.integer):
+        info = np.iinfo(dtype)
+        x = rng.integers(-20 if info.min < 0 else 0, 20, size).astype(dtype)
+        x = np.where(rng.random(size) < 0.05, info.max, x)
+        return np.sort(np.where(rng.random(size) < 0.05, info.min, x))
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5])
+    x = np.where(
+        rng.random(size) < 0.4, rng.choice(specials, size), np.round(rng.normal(size=size) * 4, 1)
+    )
+    # Sort before the cast: numpy misplaces NaN when sorting bfloat16.
+    return np.sort(x).astype(dtype)
+
+
+def expected(a, v, side):
+    """numpy's answer; floats compared in float64 (exact for every float)."""
+    if jnp.issubdtype(a.dtype, jnp.floating):
+        a, v = a.astype(np.float64), v.astype(np.float64)
+    return np.searchsorted(a, v, side=side)
+
+
+def assert_in_range(result, n):
+    # An unwritten answer would hold INT_MIN (the interpreter path's fill).
+    assert result.min(initial=0) >= 0 and result.max(initial=0) <= n
+
+
+# ---------------------------------------------------------------------------
+# The cases.
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dtypes(kernel, dtype, run):
+    rng = np.random.default_rng(0)
+    a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
+    out_dtype = "int64" if dtype in X64_DTYPES else "int32"
+    for side in ("left", "right"):
+        result = run("search", kernel, a, v, side, out_dtype=out_dtype)
+        assert result.dtype == out_dtype
+        np.testing.assert_array_equal(result, expected(a, v, side))
+        with jax.enable_x64(dtype in X64_DTYPES):
+            np.testing.assert_array_equal(
+                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
+            )
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(
+    "n, m",
+    [
+        (1, 1),
+        (1, 300),
+        (300, 1),
+        (128, 128),
+        (129, 127),  # tile edges
+        (3000, 5),
+        (5, 3000),  # N >> M and M >> N
+    ],
+)
+def test_sizes(kernel, n, m, run):
+    rng = np.random.default_rng(n * 10_000 + m)
+    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
+    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(run("search", kernel, a, v, side), expected(a, v, side))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_duplicates_nan_inf_signed_zero(kernel, run):
+    # Long runs of equal values across tile boundaries, both zeros, NaNs.
+    a = np.repeat(
+        np.array([-np.inf, -1.0, -0.0, 0.0, 2.0, np.inf, np.nan], np.float32),
+        [3, 150, 70, 70, 1, 40, 90],
+    )
+    v = np.repeat(
+        np.array([-np.inf, -0.0, 0.0, 1.0, np.inf, np.nan], np.float32), [2, 100, 100, 5, 30, 60]
+    )
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(run("search", kernel, a, v, side), expected(a, v, side))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_subnormals_keep_ieee_order(kernel, run):
+    # The kernels compare bits, as numpy does, never flushed floats.
+    tiny = np.float32(1e-45)
+    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
+    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(
+            run("search", kernel, a, v, side), np.searchsorted(a, v, side=side)
+        )
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_extreme_integers(kernel, run):
+    # Full-range keys, where signed and unsigned orders differ.
+    for dtype in ("int8", "uint8", "int32", "uint32", "int64", "uint64"):
+        info = np.iinfo(dtype)
+        a = np.array([info.min, info.min, 0, 1, info.max - 1, info.max], dtype)
+        v = np.array([info.min, 0, info.max // 2, info.max], dtype)
+        out_dtype = "int64" if dtype in X64_DTYPES else "int32"
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(
+                run("search", kernel, a, v, side, out_dtype=out_dtype),
+                np.searchsorted(a, v, side=side),
+            )
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_empty(kernel, run):
+    one, empty = np.ones(1, np.float32), np.ones(0, np.float32)
+    for a, v, want in ((empty, one, [0]), (one, empty, []), (empty, empty, [])):
+        result = run("search", kernel, a, v, "left")
+        assert result.dtype == np.int32
+        np.testing.assert_array_equal(result, want)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(
+    "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
+)
+def test_vmap(kernel, in_axes, run):
+    rng = np.random.default_rng(1)
+    batch = 3
+    a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
+    v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
+    a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
+    v_in = v[0] if in_axes[1] is None else v
+    want = [
+        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
+        for b in range(batch)
+    ]
+    np.testing.assert_array_equal(
+        run("search_vmap", kernel, a_in, v_in, "right", in_axes), np.stack(want)
+    )
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)], ids=["both", "v", "a"])
+def test_batch_split_over_launches(in_axes, run):
+    rng = np.random.default_rng(12)
+    a = np.sort(rng.integers(0, 50, (5, 60)), axis=1).astype(np.int16)
+    v = np.sort(rng.integers(0, 50, (5, 40)), axis=1).astype(np.int16)
+    a_in = a[0] if in_axes[0] is None else a
+    v_in = v[0] if in_axes[1] is None else v
+    want = [
+        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "left")
+        for b in range(5)
+    ]
+    np.testing.assert_array_equal(
+        run("search_vmap_split_grid", "merge_bisect", a_in, v_in, in_axes), np.stack(want)
+    )
+
+
+@pytest.mark.parametrize("kernel", ["merge_bisect", "binary"])
+def test_nested_vmap(kernel, run):
+    rng = np.random.default_rng(8)
+    a = np.sort(rng.normal(size=(3, 100)), axis=1).astype(np.float32)
+    v = np.sort(rng.normal(size=(2, 3, 70)), axis=2).astype(np.float32)
+    want = [[expected(a[b], v[s, b], "left") for b in range(3)] for s in range(2)]
+    np.testing.assert_array_equal(run("search_nested_vmap", kernel, a, v), np.array(want))
+
+
+@pytest.mark.parametrize("kernel", ["merge_bisect", "binary"])
+def test_grad_is_zero(kernel, run):
+    rng = np.random.default_rng(9)
+    a, v = sample(rng, "float32", 50), sample(rng, "float32", 40)
+    np.testing.assert_array_equal(run("search_grad", kernel, a, v), np.zeros(50, np.float32))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_int64_answers_of_int32_inputs(kernel, run):
+    rng = np.random.default_rng(2)
+    a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
+    v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
+    for out_dtype in ("int32", "int64"):
+        result = run("search", kernel, a, v, "left", out_dtype=out_dtype)
+        assert result.dtype == out_dtype
+        np.testing.assert_array_equal(result, expected(a, v, "left"))
+
+
+def unsorted_cases(rng):
+    sorted_a = np.sort(rng.normal(size=300)).astype(np.float32)
+    random_a = rng.normal(size=300).astype(np.float32)
+    sorted_v = np.sort(rng.normal(size=500)).astype(np.float32)
+    random_v = rng.normal(size=500).astype(np.float32)
+    nan_v = np.where(rng.random(500) < 0.2, np.nan, sorted_v).astype(np.float32)
+    return [
+        (sorted_a, random_v),
+        (sorted_a, sorted_v[::-1]),
+        (random_a, random_v),
+        (random_a, sorted_v),
+        (sorted_a[::-1], sorted_v),
+        (sorted_a, nan_v),
+    ]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_broken_promises_stay_in_range(kernel, run):
+    rng = np.random.default_rng(3)
+    for a, v in unsorted_cases(rng):
+        for side in ("left", "right"):
+            assert_in_range(run("search", kernel, a, v, side), len(a))
+
+
+def test_binary_search_any_needles(run):
+    rng = np.random.default_rng(4)
+    a = sample(rng, "float32", 300)
+    v = rng.permutation(sample(rng, "float32", 500))
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(run("search", "binary", a, v, side), expected(a, v, side))
+
+
+@pytest.mark.parametrize("kernel", MERGE_KERNELS)
+def test_merge_path_random_ties(kernel, run):
+    # Random small-range contents (heavy ties), sometimes unsorted, where only
+    # the range [0, N] is promised. Fixed shapes: one compile.
+    rng = np.random.default_rng(10)
+    for trial in range(24):
+        a = rng.integers(0, 8, 40, dtype=np.int8)
+        v = rng.integers(-1, 9, 70, dtype=np.int8)
+        sort_a, sort_v = trial % 4 != 1, trial % 4 != 2
+        a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
+        side = ("left", "right")[trial % 2]
+        result = run("search", kernel, a, v, side)
+        if sort_a and sort_v:
+            np.testing.assert_array_equal(result, expected(a, v, side))
+        else:
+            assert_in_range(result, len(a))
+
+
+def test_default_configs(run):
+    rng = np.random.default_rng(5)
+    a = sample(rng, "float32", 5000)
+    v = sample(rng, "float32", 3000)
+    for kernel in ("merge_bisect", "binary"):
+        result = run(
+            "search",
+            kernel,
+            a,
+            v,
+            "left",
+            config=(
+                pk.default_merge_path_config
+                if kernel != "binary"
+                else pk.default_binary_search_config
+            )(5000, 3000, np.float32),
+        )
+        np.testing.assert_array_equal(result, expected(a, v, "left"))
+
+
+@pytest.mark.parametrize("kind", ["merge_path", "binary_search"])
+def test_kernel_on_torch_tensors(kind, worker):
+    """The kernels called directly on torch tensors: the int64 positions
+    (WIDE) of inputs past 2**31 elements, on small inputs, and a batch grid
+    axis whose rows share `a`."""
+    rng = np.random.default_rng(11)
+    a = sample(rng, "float32", 300)
+    v = np.stack([sample(rng, "float32", 201) for _ in range(3)])
+    for wide in (False, True):
+        for side in ("left", "right"):
+            want = [expected(a, row, side) for row in v]
+            np.testing.assert_array_equal(
+                worker("launch_kernel", kind, a, v, side, wide=wide, rows=3), want
+            )
+
+
+# ---------------------------------------------------------------------------
+# In this process: what needs no kernel.
+
+
+def test_argument_checks():
+    f32 = jnp.ones(4, jnp.float32)
+    call = functools.partial(pk.triton_merge_path_searchsorted, out_dtype=jnp.int32)
+    with pytest.raises(ValueError, match="side"):
+        call(f32, f32, side="middle")
+    with pytest.raises(TypeError, match="share a dtype"):
+        call(f32, f32.astype(jnp.int32), side="left")
+    with pytest.raises(ValueError, match="1-D"):
+        call(f32[None], f32, side="left")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
+    with pytest.raises(TypeError, match="out_dtype"):
+        call(f32, f32, side="left", out_dtype=jnp.float32)
+    with pytest.raises(TypeError, match="MergePathConfig"):
+        call(f32, f32, side="left", config=pk.BinarySearchConfig())
+    with pytest.raises(TypeError, match="BinarySearchConfig"):
+        pk.triton_binary_search_searchsorted(
+            f32, f32, side="left", out_dtype=jnp.int32, config=pk.MergePathConfig()
+        )
+
+
+def test_availability_is_explained():
+    available, reason = pk.triton_available()
+    assert isinstance(available, bool) and reason
+    if not ON_GPU:
+        # jax-triton needs a jaxlib with GPU support; without one it must not
+        # even be imported.
+        assert not available
+        assert "jax_triton" not in sys.modules
+    ok, why = pk.triton_available(interpret=True)
+    assert isinstance(ok, bool) and why
+
+
+def test_package_import_loads_no_triton():
+    from processes import run_python
+
+    result = run_python(
+        "-c",
+        (
+            "import sys, jaxsearch, jaxsearch.pallas_kernels; "
+            "print(sorted(m for m in ('triton', 'torch', 'jax_triton') "
+            "if m in sys.modules))"
+        ),
+        env={"JAX_PLATFORMS": "cpu"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_interpret_mode_needs_the_environment_variable():
+    """Without TRITON_INTERPRET=1 the kernels are compiled ones: asking for the
+    interpreter is a clear error, not a crash inside Triton."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("TRITON_INTERPRET=1 is set in this process")
+    with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
+        pk.triton_merge_path_searchsorted(
+            jnp.ones(4), jnp.ones(4), side="left", out_dtype=jnp.int32, interpret=True
+        )
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
+    _serve()
