@@ -127,20 +127,24 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def _implementations() -> list[tuple[str, str]]:
     """Each implementation with whether it can run here, and why not."""
-    backend = jax.default_backend()
-    pallas = "available" if _gpu.AVAILABLE else f"unavailable: {_gpu.UNAVAILABLE_REASON}"
-    if _gpu.AVAILABLE and backend == "cpu":
-        pallas += " (interpret mode only on this CPU backend: for tests)"
-    cython = "available" if _cpu.AVAILABLE else f"unavailable: {_cpu.UNAVAILABLE_REASON}"
-    return [("cython", cython), ("pallas", pallas), ("xla", "available (jnp.searchsorted)")]
+    on_cpu = jax.default_backend() == "cpu"
+    rows = [("cython", "available" if _cpu.AVAILABLE
+             else f"unavailable: {_cpu.UNAVAILABLE_REASON}")]
+    for name in _gpu.GPU_IMPLEMENTATIONS:
+        ok, reason = _gpu.status(name, interpret=on_cpu)
+        state = "available" if ok else f"unavailable: {reason}"
+        if ok and on_cpu:
+            state += " (interpret mode on this CPU backend: for tests)"
+        rows.append((name, state))
+    return rows + [("xla", "available (jnp.searchsorted)")]
 
 
-def _default_implementation() -> str:
+def _default_implementation(n: int, m: int, dtype) -> str:
     backend = jax.default_backend()
     if backend == "cpu":
         return "cython" if _cpu.AVAILABLE else "xla"
     if backend in ("gpu", "cuda", "rocm"):
-        return "pallas" if _gpu.AVAILABLE else "xla"
+        return _gpu.choose(n, m, dtype) or "xla"
     return "xla"
 
 
@@ -165,7 +169,7 @@ def info_report(n: int, m: int, dtype: str) -> str:
         f"host:            {meta['cpu_model']}, {meta['cores']} cores available",
         "implementations:",
         *(f"  {name:<8} {state}" for name, state in _implementations()),
-        f"default here:    {_default_implementation()}",
+        f"default here:    {_default_implementation(n, m, dtype)} (for the search below)",
         "",
     ]
     kinds = ["cpu"] + ([kind] if kind != "cpu" else [])

@@ -14,7 +14,7 @@ from . import _cpu, _gpu, _primitive, _tuning
 
 Side = Literal["left", "right"]
 JNP_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
-IMPLEMENTATIONS = ("cython", "pallas", "xla")
+IMPLEMENTATIONS = ("cython", "pallas", "triton", "xla")
 _INT32_MAX = int(np.iinfo(np.int32).max)
 # Key dtypes the kernels take, on every platform; jnp serves the others.
 KERNEL_DTYPES = frozenset(jnp.dtype(t) for t in (
@@ -52,9 +52,12 @@ def searchsorted(
       method: one of jnp's methods ("scan", "scan_unrolled", "sort",
         "compare_all") to run ``jnp.searchsorted`` with that method; None lets
         jaxsearch choose.
-      implementation: None (by platform: Cython on CPU, Pallas on CUDA/ROCm,
-        jnp elsewhere), "cython", "pallas" (interpret mode on a CPU backend)
-        or "xla" (``jnp.searchsorted``).
+      implementation: None (by platform: Cython on CPU, the GPU kernels on
+        CUDA/ROCm, jnp elsewhere), "cython", "pallas" (the GPU kernels in
+        Pallas; interpret mode on a CPU backend), "triton" (the same kernels
+        in native Triton through jax-triton; on a CPU backend Triton's
+        interpreter, which needs torch and TRITON_INTERPRET=1) or "xla"
+        (``jnp.searchsorted``).
 
     Returns:
       Integer array of insertion indices with the shape of `v`.
@@ -80,8 +83,10 @@ def searchsorted(
             f"implementation must be None or one of {IMPLEMENTATIONS}, got {implementation!r}")
     if implementation == "cython" and not _cpu.AVAILABLE:
         raise ValueError(f"implementation='cython' cannot run: {_cpu.UNAVAILABLE_REASON}")
-    if implementation == "pallas" and not _gpu.AVAILABLE:
-        raise ValueError(f"implementation='pallas' cannot run: {_gpu.UNAVAILABLE_REASON}")
+    if implementation in _gpu.GPU_IMPLEMENTATIONS:
+        ok, reason = _gpu.status(implementation, interpret=jax.default_backend() == "cpu")
+        if not ok:
+            raise ValueError(f"implementation={implementation!r} cannot run here: {reason}")
     for name, x in (("a", a), ("v", v), ("sorter", sorter)):
         if x is not None and not _is_arraylike(x):
             raise TypeError(f"searchsorted: {name} must be an array or a scalar, "
@@ -124,8 +129,9 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     # Integer output: the gradient is zero, as jnp's.
     a, v_flat = lax.stop_gradient(a), lax.stop_gradient(v.reshape(-1))
     m = v_flat.shape[0]
-    if implementation == "pallas":
+    if implementation in _gpu.GPU_IMPLEMENTATIONS:
         out = _gpu.search(a, v_flat, side=side, order=order, out_dtype=out_dtype,
+                          implementation=implementation,
                           interpret=jax.default_backend() == "cpu")
     else:
         config = _tuning.cpu_config(n, m, dtype)

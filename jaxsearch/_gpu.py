@@ -1,24 +1,60 @@
-"""The GPU path: the Pallas (Triton backend) kernels in jaxsearch.pallas_kernels."""
+"""The GPU path: the kernels in jaxsearch.pallas_kernels, written twice.
+
+"pallas": Pallas with its Triton backend (deprecated in jax 0.11, to leave
+jax later). "triton": the same kernels in the Triton language, called through
+jax-triton. Both take the same configs and give the same answers.
+"""
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import numpy as np
 from jax import lax
 
 from . import _tuning
+from . import pallas_kernels as _pk
 
-try:
-    from . import pallas_kernels as _pk
-except ImportError as exc:  # jax without Pallas' Triton backend
-    _pk = None
-    UNAVAILABLE_REASON: str | None = f"jaxsearch.pallas_kernels did not import ({exc})"
-else:
-    UNAVAILABLE_REASON = None
+GPU_IMPLEMENTATIONS = ("pallas", "triton")
+PALLAS_AVAILABLE, PALLAS_REASON = _pk.pallas_available()
 
-AVAILABLE = UNAVAILABLE_REASON is None
+
+def status(implementation: str, *, interpret: bool = False) -> tuple[bool, str]:
+    """Whether a GPU implementation can run here, and why not when it cannot.
+
+    With `interpret`, whether it can run on the host in its interpreter (for
+    tests). Asking about "triton" may import triton (never jax-triton on a
+    machine without GPU support in jaxlib).
+    """
+    if implementation == "pallas":
+        return PALLAS_AVAILABLE, PALLAS_REASON
+    return _pk.triton_available(interpret=interpret)
+
+
+@functools.cache
+def _fallback_warning(reason: str) -> None:
+    warnings.warn(f"jaxsearch: no GPU kernel can run here ({reason}); using "
+                  "jnp.searchsorted on the GPU", RuntimeWarning, stacklevel=3)
+
+
+def choose(n: int, m: int, dtype) -> str | None:
+    """The GPU implementation for this search: the one the tuning cache found
+    fastest on this device, else Pallas where jax still has its Triton
+    backend, else native Triton where jax-triton imports; None (with a
+    one-time warning naming what to install) when neither can run."""
+    tuned = _tuning.gpu_config("implementation", n, m, dtype)
+    candidates = ([tuned["name"]] if tuned and tuned.get("name") in GPU_IMPLEMENTATIONS
+                  else []) + list(GPU_IMPLEMENTATIONS)
+    reasons = []
+    for name in candidates:
+        ok, reason = status(name)
+        if ok:
+            return name
+        reasons.append(f"{name}: {reason}")
+    _fallback_warning("; ".join(dict.fromkeys(reasons)))
+    return None
 
 
 def is_sorted(v: jax.Array) -> jax.Array:
@@ -27,26 +63,36 @@ def is_sorted(v: jax.Array) -> jax.Array:
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-           interpret: bool = False) -> jax.Array:
-    """searchsorted of 1-D `v` in 1-D `a` by the Pallas kernels.
+           implementation: str = "pallas", interpret: bool = False) -> jax.Array:
+    """searchsorted of 1-D `v` in 1-D `a` by the GPU kernels.
 
-    `order` is "any" (binary search), "sorted" (merge path, trusting that v is
-    sorted) or "check" (a device reduction checks v; lax.cond picks the kernel).
-    `interpret` runs the kernels on the CPU (for tests and debugging).
+    Args:
+      a, v: keys and needles of one dtype.
+      side: "left" or "right".
+      order: "any" (binary search), "sorted" (merge path, trusting that v is
+        sorted) or "check" (a device reduction checks v; lax.cond picks).
+      out_dtype: int32 or int64.
+      implementation: "pallas" or "triton".
+      interpret: run the kernels on the host, in their interpreter.
     """
-    if not AVAILABLE:
-        raise ValueError(f"jaxsearch's Pallas kernels are unavailable: {UNAVAILABLE_REASON}")
+    ok, reason = status(implementation, interpret=interpret)
+    if not ok:
+        raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
+    if implementation == "pallas":
+        merge_fn, bisect_fn = _pk.merge_path_searchsorted, _pk.binary_search_searchsorted
+    else:
+        merge_fn = _pk.triton_merge_path_searchsorted
+        bisect_fn = _pk.triton_binary_search_searchsorted
     n, m = a.shape[0], v.shape[0]
     kwargs = dict(side=side, out_dtype=out_dtype, interpret=interpret)
     # Tuned tile sizes where the cache has them; else the kernels' heuristics.
     merge = functools.partial(
-        _pk.merge_path_searchsorted,
-        config=_tuning.tuned_gpu_config(_pk.MergePathConfig, n, m, a.dtype), **kwargs)
+        merge_fn, config=_tuning.tuned_gpu_config(_pk.MergePathConfig, n, m, a.dtype), **kwargs)
     bisect = functools.partial(
-        _pk.binary_search_searchsorted,
-        config=_tuning.tuned_gpu_config(_pk.BinarySearchConfig, n, m, a.dtype), **kwargs)
+        bisect_fn, config=_tuning.tuned_gpu_config(_pk.BinarySearchConfig, n, m, a.dtype),
+        **kwargs)
     if order == "sorted":
         return merge(a, v)
     if order == "any":
         return bisect(a, v)
-    return lax.cond(_pk.is_sorted(v), merge, bisect, a, v)
+    return lax.cond(is_sorted(v), merge, bisect, a, v)

@@ -3,8 +3,8 @@
 `searchsorted_p.bind(a, v, ...)` takes `a` of shape (..., n) and `v` of shape
 (..., m) whose leading (batch) dimensions broadcast, and gives (..., m)
 insertion indices. Each platform lowers it its own way: cpu to the Cython
-kernels through the XLA FFI, cuda and rocm to the Pallas kernels, anything
-else to `jnp.searchsorted`. Being one primitive rather than a
+kernels through the XLA FFI, cuda and rocm to the GPU kernels (Pallas or
+native Triton, see `_gpu.choose`), anything else to `jnp.searchsorted`. Being one primitive rather than a
 `lax.platform_dependent`, it exports for several platforms in one artifact,
 and `vmap` goes through its own batching rule: an unbatched operand gains a
 size-1 batch dimension (a reshape, never a copy) that the kernels broadcast.
@@ -92,9 +92,14 @@ def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads, cpu_grai
 
 
 def _gpu_rows(a, v, *, side, order, out_dtype, **_):
+    implementation = _gpu.choose(a.shape[-1], v.shape[-1], a.dtype)
+    if implementation is None:
+        return _xla_rows(a, v, side=side, out_dtype=out_dtype)
+
     def run(order):
         return _map_rows(functools.partial(_gpu.search, side=side, order=order,
-                                           out_dtype=out_dtype), a, v)
+                                           out_dtype=out_dtype, implementation=implementation),
+                         a, v)
 
     if order != "check":
         return run(order)
@@ -111,11 +116,9 @@ mlir.register_lowering(searchsorted_p, mlir.lower_fun(_xla_rows, multiple_result
 if _cpu.AVAILABLE:
     mlir.register_lowering(searchsorted_p, mlir.lower_fun(_cpu_rows, multiple_results=False),
                            platform="cpu")
-if _gpu.AVAILABLE:
-    for _platform in ("cuda", "rocm"):
-        mlir.register_lowering(searchsorted_p,
-                               mlir.lower_fun(_gpu_rows, multiple_results=False),
-                               platform=_platform)
+for _platform in ("cuda", "rocm"):
+    mlir.register_lowering(searchsorted_p, mlir.lower_fun(_gpu_rows, multiple_results=False),
+                           platform=_platform)
 
 
 def export_disabled_checks() -> list:

@@ -40,6 +40,7 @@ import jax
 import numpy as np
 
 from . import _bench, _cpu, _gpu, _tuning
+from ._api import searchsorted
 from .__main__ import parse_counts, parse_dtypes
 
 # A candidate must beat the incumbent by this much to replace it, so that
@@ -238,7 +239,7 @@ def _config_label(fields: dict[str, Any]) -> str:
 def gpu_steps(grid: TuneGrid, space: Sequence[Any]) -> int:
     """Progress steps of :func:`tune_gpu`."""
     kinds = {c.kind for c in space}
-    return len(kinds) * len(grid.dtypes) * len(grid.gpu_sizes)
+    return (len(kinds) + 1) * len(grid.dtypes) * len(grid.gpu_sizes)
 
 
 def tune_gpu(grid: TuneGrid, progress: _bench.Progress, *, space: Sequence[Any] | None = None,
@@ -263,7 +264,39 @@ def tune_gpu(grid: TuneGrid, progress: _bench.Progress, *, space: Sequence[Any] 
                                            dtype, size, grid=grid, interpret=interpret)
                 entries += [entry] if entry else []
                 progress.step()
+    for dtype in grid.dtypes:
+        for size in grid.gpu_sizes:
+            progress.show(f"gpu implementations {dtype} N=M={_bench.fmt_count(size)}")
+            entry = _race_gpu_implementations(dtype, size, grid=grid, interpret=interpret)
+            entries += [entry] if entry else []
+            progress.step()
     return entries
+
+
+def _race_gpu_implementations(dtype: str, size: int, *, grid: TuneGrid,
+                              interpret: bool) -> _tuning.CacheEntry | None:
+    """Pallas against native Triton, each with its tuned or default configs,
+    on sorted needles at N = M = size: the winner's entry (kernel
+    "implementation"), or None when none can run here."""
+    names = [name for name in _gpu.GPU_IMPLEMENTATIONS
+             if _gpu.status(name, interpret=interpret)[0]]
+    if not names:
+        return None
+    a, v = _bench.make_arrays(_bench.Problem(size, size, dtype, True))
+    ja, jv = jax.numpy.asarray(a), jax.numpy.asarray(v)
+    calls = [functools.partial(jax.jit(functools.partial(
+        searchsorted, sorted_v=True, implementation=name)), ja, jv) for name in names]
+    check = functools.partial(_bench.matches, np.searchsorted(a, v))
+    measured = _bench.measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s,
+                                  checks=[check] * len(calls))
+    good = [(m.timing.median, name) for name, m in zip(names, measured) if m.correct]
+    if not good:
+        return None
+    return _tuning.CacheEntry(
+        "implementation", _tuning.dtype_class(dtype), {"n": size, "m": size},
+        {"name": min(good)[1]},
+        {"implementations_s": {name: m.timing.median if m.correct else "failed"
+                               for name, m in zip(names, measured)}})
 
 
 def _sweep_gpu_configs(pk: Any, kind: str, space: Sequence[Any], dtype: str, size: int, *,
@@ -299,6 +332,11 @@ def gpu_table(entries: Sequence[_tuning.CacheEntry]) -> str:
     """Summary of the chosen GPU configs against each kernel's heuristic default."""
     rows = []
     for e in entries:
+        if e.kernel == "implementation":
+            best = e.times["implementations_s"][e.config["name"]]
+            rows.append([e.kernel, e.dtype, _bench.fmt_count(e.bucket["n"]),
+                         e.config["name"], _bench.fmt_ms(best), "-", "-"])
+            continue
         best = e.times["configs_s"][_config_label(e.config)]
         default = e.times["configs_s"].get(e.times["default"])
         rows.append([e.kernel, e.dtype, _bench.fmt_count(e.bucket["n"]),
@@ -315,7 +353,7 @@ def gpu_table(entries: Sequence[_tuning.CacheEntry]) -> str:
 def available_platforms() -> list[str]:
     """Platforms this machine can tune: cpu (with the extension), gpu (with Pallas)."""
     platforms = ["cpu"] if _cpu.AVAILABLE else []
-    if jax.default_backend() == "gpu" and _gpu.AVAILABLE:
+    if jax.default_backend() == "gpu" and _gpu.PALLAS_AVAILABLE:
         platforms.append("gpu")
     return platforms
 
