@@ -7,7 +7,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from ._order import SIDES, check_dtype, precedes, sort_key
+from ._order import precedes, sort_key
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -89,23 +89,6 @@ def resolve_needles(v_ref, o_ref, start, count, *, block, resolve):
     needles = pltriton.load(v_ref.at[pl.ds(start, block)], mask=valid, other=zero_of(v_ref))
     answer = resolve(sort_key(needles), valid)
     pltriton.store(o_ref.at[pl.ds(start, block)], answer.astype(o_ref.dtype), mask=valid)
-
-
-def validate(a, v, side, out_dtype):
-    """Checks the wrapper arguments; returns `out_dtype` as a numpy dtype."""
-    if side not in SIDES:
-        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
-    if a.ndim != 1 or v.ndim != 1:
-        raise ValueError(f"a and v must be 1-D, got shapes {a.shape}, {v.shape}")
-    if a.dtype != v.dtype:
-        raise TypeError(f"a and v must share a dtype, got {a.dtype}, {v.dtype}")
-    check_dtype(a.dtype)
-    out_dtype = jnp.dtype(out_dtype)
-    if out_dtype not in (jnp.dtype(jnp.int32), jnp.dtype(jnp.int64)):
-        raise TypeError(f"out_dtype must be int32 or int64, got {out_dtype}")
-    if out_dtype == jnp.int64 and not jax.config.jax_enable_x64:
-        raise TypeError("out_dtype int64 needs jax_enable_x64")
-    return out_dtype
 
 
 def check_extent(extent):

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from . import _common
+from ._args import validate
 from .configs import BinarySearchConfig, default_binary_search_config
 
 
@@ -46,7 +47,7 @@ def binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=
       a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
       If `a` is not sorted the values are unspecified but lie in [0, len(a)].
     """
-    out_dtype = _common.validate(a, v, side, out_dtype)
+    out_dtype = validate(a, v, side, out_dtype)
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)

@@ -24,6 +24,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from . import _common
+from ._args import validate
 from ._order import precedes, sort_key
 from .configs import MergePathConfig, default_merge_path_config
 
@@ -112,7 +113,7 @@ def merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=Fal
       If `a` or `v` is not sorted the values are unspecified but lie in
       [0, len(a)].
     """
-    out_dtype = _common.validate(a, v, side, out_dtype)
+    out_dtype = validate(a, v, side, out_dtype)
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
