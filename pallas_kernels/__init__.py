@@ -20,6 +20,7 @@ from .configs import (
     default_merge_path_config,
     tuning_space,
 )
+from .reference import searchsorted_reference
 from .sortedness import is_sorted
 from .triton_searchsorted import (
     triton_available,
@@ -35,6 +36,7 @@ __all__ = [
     "default_merge_path_config",
     "is_sorted",
     "pallas_available",
+    "searchsorted_reference",
     "sort_key",
     "triton_available",
     "triton_binary_search_searchsorted",
@@ -47,12 +49,11 @@ __all__ = [
 try:
     from .binary_search import binary_search_searchsorted
     from .merge_path import merge_path_searchsorted
-    from .reference import searchsorted_reference
 except ImportError as exc:
     _PALLAS_ERROR = f"this jax has no Pallas Triton backend ({exc})"
 else:
     _PALLAS_ERROR = ""
-    __all__ += ["binary_search_searchsorted", "merge_path_searchsorted", "searchsorted_reference"]
+    __all__ += ["binary_search_searchsorted", "merge_path_searchsorted"]
 
 
 def pallas_available():

@@ -5,7 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from . import _common
+from ._args import validate
 from ._order import precedes, sort_key
 
 
@@ -26,7 +26,7 @@ def searchsorted_reference(a, v, *, side, out_dtype=jnp.int32):
     Returns:
       Array of shape (len(v),) and dtype `out_dtype`.
     """
-    out_dtype = _common.validate(a, v, side, out_dtype)
+    out_dtype = validate(a, v, side, out_dtype)
     a_key = sort_key(a)
     count = lambda v_key: jnp.sum(precedes(a_key, v_key, side), dtype=out_dtype)
     return jax.lax.map(count, sort_key(v), batch_size=256)

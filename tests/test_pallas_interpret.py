@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample, unsorted_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,49 +50,10 @@ KERNELS = {
 }
 MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
 
-X64_DTYPES = ["int64", "uint64", "float64"]
-DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "uint8",
-    "uint16",
-    "uint32",
-    "float16",
-    "bfloat16",
-    "float32",
-] + X64_DTYPES
-
 
 def x64_if(dtype):
     """x64 mode on where the dtype needs it, off otherwise."""
     return jax.enable_x64(jnp.dtype(dtype) in map(jnp.dtype, X64_DTYPES))
-
-
-def sample(rng, dtype, size):
-    """Sorted values with many duplicates; floats add +-inf, +-0.0 and NaN."""
-    dtype = jnp.dtype(dtype)
-    if dtype == jnp.bool_:
-        return np.sort(rng.integers(0, 2, size).astype(bool))
-    if jnp.issubdtype(dtype, jnp.integer):
-        info = np.iinfo(dtype)
-        x = rng.integers(-20 if info.min < 0 else 0, 20, size).astype(dtype)
-        x = np.where(rng.random(size) < 0.05, info.max, x)
-        return np.sort(np.where(rng.random(size) < 0.05, info.min, x))
-    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5])
-    x = np.where(
-        rng.random(size) < 0.4, rng.choice(specials, size), np.round(rng.normal(size=size) * 4, 1)
-    )
-    # Sort before the cast: numpy misplaces NaN when sorting bfloat16.
-    return np.sort(x).astype(dtype)
-
-
-def expected(a, v, side):
-    """numpy's answer; floats compared in float64 (exact for every float)."""
-    if jnp.issubdtype(a.dtype, jnp.floating):
-        a, v = a.astype(np.float64), v.astype(np.float64)
-    return np.searchsorted(a, v, side=side)
 
 
 def run(kernel, a, v, side, interpret, out_dtype=jnp.int32):
@@ -100,11 +62,6 @@ def run(kernel, a, v, side, interpret, out_dtype=jnp.int32):
             jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=out_dtype, interpret=interpret
         )
     )
-
-
-def assert_in_range(result, n):
-    # An unwritten output would hold garbage (the interpreter fills INT_MIN).
-    assert result.min(initial=0) >= 0 and result.max(initial=0) <= n
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -208,22 +165,6 @@ def test_x64_mode_int32_inputs(kernel, interpret):
             result = run(kernel, a, v, "left", interpret, out_dtype)
             assert result.dtype == out_dtype
             np.testing.assert_array_equal(result, expected(a, v, "left"))
-
-
-def unsorted_cases(rng):
-    sorted_a = np.sort(rng.normal(size=300)).astype(np.float32)
-    random_a = rng.normal(size=300).astype(np.float32)
-    sorted_v = np.sort(rng.normal(size=500)).astype(np.float32)
-    random_v = rng.normal(size=500).astype(np.float32)
-    nan_v = np.where(rng.random(500) < 0.2, np.nan, sorted_v).astype(np.float32)
-    return [
-        (sorted_a, random_v),
-        (sorted_a, sorted_v[::-1]),
-        (random_a, random_v),
-        (random_a, sorted_v),
-        (sorted_a[::-1], sorted_v),
-        (sorted_a, nan_v),
-    ]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
