@@ -1,7 +1,8 @@
 """Property-based differential tests: jaxsearch against jnp (the oracle) and numpy.
 
 The CI profile runs a few hundred examples. For the long profile set
-JAXSEARCH_HYPOTHESIS_PROFILE=long (tens of thousands of examples):
+JAXSEARCH_HYPOTHESIS_PROFILE=long (20,000 examples a test, or
+JAXSEARCH_HYPOTHESIS_EXAMPLES of them):
 
     JAXSEARCH_HYPOTHESIS_PROFILE=long pytest tests/test_properties.py
 """
@@ -21,7 +22,8 @@ import jaxsearch
 
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=20_000, deadline=None,
+LONG_EXAMPLES = int(os.environ.get("JAXSEARCH_HYPOTHESIS_EXAMPLES", 20_000))
+settings.register_profile("long", max_examples=LONG_EXAMPLES, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci"))
 
@@ -30,7 +32,8 @@ settings.load_profile(os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci"))
 LENGTHS = st.sampled_from([0, 1, 2, 3, 7, 16, 31, 64, 100, 257, 1000, 4099])
 # The Pallas kernels in interpret mode compile for seconds per shape: fewer.
 PALLAS_LENGTHS = st.sampled_from([0, 1, 7, 100])
-PALLAS_EXAMPLES = {"ci": 12, "long": 1000}[os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci")]
+PALLAS_EXAMPLES = {"ci": 12, "long": LONG_EXAMPLES // 20}[
+    os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci")]
 
 
 def pool_values(dtype: str) -> list:
