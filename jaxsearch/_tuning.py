@@ -66,8 +66,11 @@ class CpuConfig:
     Attributes:
       bisect_ratio: use lock-step binary search when n / m exceeds this.
       runs_ratio: fill runs of needles per a-element when m / n exceeds this.
-      threads: threads for one call; 0 means all cores available.
-      min_parallel: fewer needles than this run on one thread.
+      threads: at most this many threads for one call; 0 means all cores
+        available.
+      min_parallel: the fewest needles a thread takes on: a row of fewer runs
+        on one thread (a vmapped batch of such rows still spreads its rows
+        over the threads).
     """
 
     bisect_ratio: float = 64.0
@@ -76,7 +79,7 @@ class CpuConfig:
     min_parallel: int = 1 << 16
 
     def threads_for(self, m: int, cores: int) -> int:
-        """Threads for a call with m needles on a host with `cores` free: one
+        """Threads for one row of m needles on a host with `cores` free: one
         below min_parallel, else `threads` (0: all cores)."""
         return 1 if m < self.min_parallel else self.threads or cores
 
