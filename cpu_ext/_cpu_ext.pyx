@@ -18,8 +18,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
-from search_kernels cimport (key_t, idx_t, non_nan_prefix, is_sorted,
-                             merge_kernel, runs_kernel, bisect_kernel)
+from search_kernels cimport (key_t, idx_t, side_t, LeftSide, RightSide, non_nan_prefix,
+                             is_sorted, merge_kernel, runs_kernel, bisect_kernel)
 
 # `order`: what is known of the needles' order.
 cdef enum:
@@ -84,7 +84,7 @@ cdef struct Job:
 
 
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                       idx_t* out, const Job* job) noexcept nogil:
+                       idx_t* out, const Job* job, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`. Each part checks its
     own needles, so parts of one row may take different kernels."""
     cdef Py_ssize_t na = non_nan_prefix(a, n)
@@ -96,13 +96,13 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
         # Sorted needles: their NaN tail is split off like a's.
         nv = non_nan_prefix(v, m)
         for j in range(nv, m):
-            out[j] = <idx_t>(n if job.right else na)
+            out[j] = <idx_t>(n if side_t is RightSide else na)
     if kernel == KERNEL_MERGE:
-        merge_kernel(a, na, v, nv, out, job.right)
+        merge_kernel(a, na, v, nv, out, side)
     elif kernel == KERNEL_RUNS:
-        runs_kernel(a, na, v, nv, out, job.right)
+        runs_kernel(a, na, v, nv, out, side)
     else:
-        bisect_kernel(a, na, n, v, nv, out, job.right)
+        bisect_kernel(a, na, n, v, nv, out, side)
 
 
 cdef void run_typed(const Job* job, long part, const key_t* a, const key_t* v,
@@ -116,7 +116,13 @@ cdef void run_typed(const Job* job, long part, const key_t* a, const key_t* v,
         rest = rest // job.out_buf.dims[d]
         a_off += idx * job.a_stride[d]
         v_off += idx * job.v_stride[d]
-    search_slice(a + a_off, job.n, v + v_off + lo, hi - lo, out + row * job.m + lo, job)
+    a += a_off
+    v += v_off + lo
+    out += row * job.m + lo
+    if job.right:
+        search_slice(a, job.n, v, hi - lo, out, job, <const RightSide*>NULL)
+    else:
+        search_slice(a, job.n, v, hi - lo, out, job, <const LeftSide*>NULL)
 
 
 cdef void run_key(const Job* job, long part, const key_t* a, const key_t* v) noexcept nogil:
