@@ -239,6 +239,20 @@ def test_every_cpu_kernel(kernel, order, threads, grain):
 
 
 @pytest.mark.parametrize("kernel", _cpu.KERNELS)
+def test_outputs_over_several_huge_pages(kernel):
+    """Outputs of several MiB (the handler advises huge pages under them),
+    in rows of a batch that start mid-page, over two threads."""
+    rng = np.random.default_rng(10)
+    a = np.sort(rng.standard_normal(3000)).astype(np.float32)
+    v = np.sort(rng.standard_normal((2, (3 << 20) + 5)), axis=-1).astype(np.float32)
+    want = np.stack([np.searchsorted(a, row, "right") for row in v])
+    for out_dtype in (np.int32, np.int64):
+        got = CPU_SEARCH(jnp.asarray(a)[None], jnp.asarray(v), side="right", order="sorted",
+                         kernel=kernel, out_dtype=np.dtype(out_dtype), threads=2, grain=1 << 16)
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("kernel", _cpu.KERNELS)
 def test_broken_promise_stays_in_bounds(kernel):
     rng = np.random.default_rng(9)
     n = 777
