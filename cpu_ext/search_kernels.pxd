@@ -68,6 +68,10 @@ cdef inline Py_ssize_t non_nan_prefix(const key_t* p, Py_ssize_t n) noexcept nog
     """Length of the prefix of p (NaN last) that holds no NaN."""
     cdef Py_ssize_t lo = 0, hi = n, mid
     if key_t is float or key_t is double:
+        # One probe in the common case: the search's probes near the end of a
+        # large `a` miss the TLB, one after another.
+        if n == 0 or not is_nan(p[n - 1]):
+            return n
         while lo < hi:
             mid = lo + (hi - lo) // 2
             if p[mid] != p[mid]:
