@@ -37,6 +37,12 @@ cdef enum:
 cdef enum:
     MAX_BATCH_RANK = 32
 
+# Parts per thread in a row: small parts balance the load, so the threads
+# finish together (one part per thread left one waiting on the other for up
+# to a part: 1.65x on two cores at N=M=1e7, 1.9-2.0x with 16).
+cdef enum:
+    PARTS_PER_THREAD = 16
+
 ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
 
@@ -239,8 +245,9 @@ cdef const char* plan(Job* job, int threads, int64_t grain) noexcept nogil:
             elif v_buf.dims[dv] != 1:
                 return b"jaxsearch: batch dimensions of v do not broadcast"
             step_v *= v_buf.dims[dv]
-    # Rows split into slices of at least `grain` needles, at most `threads`.
-    per_row = max(1, min(<int64_t>threads, job.m // max(grain, 1)))
+    # Rows split into slices of at least `grain` needles, at most
+    # PARTS_PER_THREAD per thread.
+    per_row = max(1, min(<int64_t>threads * PARTS_PER_THREAD, job.m // max(grain, 1)))
     job.slices = per_row
     job.parts = rows * per_row
     return NULL
