@@ -183,19 +183,13 @@ cdef bint check_dtypes(const XLA_FFI_Buffer* a, const XLA_FFI_Buffer* v,
 
 
 cdef void work(Job* job) noexcept nogil:
-    """Claims and runs parts until none is left; then lets go of the job."""
-    cdef fenv_t own_env
-    cdef long part
-    # XLA runs with denormals flushed to zero, and jnp compares that way: the
-    # parts run in the caller's floating-point mode on every thread.
-    fegetenv(&own_env)
-    fesetenv(&job.env)
-    part = fetch_add(&job.next_part, 1)
+    """Claims and runs parts until none is left (in the calling thread's
+    floating-point mode)."""
+    cdef long part = fetch_add(&job.next_part, 1)
     while part < job.parts:
         run_part(job, part)
         fetch_add(&job.done_parts, 1)
         part = fetch_add(&job.next_part, 1)
-    fesetenv(&own_env)
 
 
 cdef void release(Job* job) noexcept nogil:
@@ -204,8 +198,14 @@ cdef void release(Job* job) noexcept nogil:
 
 
 cdef void pool_task(void* data) noexcept nogil:
+    """A pool thread's share: the parts, in the caller's floating-point mode
+    (XLA runs with denormals flushed to zero, and jnp compares that way)."""
     cdef Job* job = <Job*>data
+    cdef fenv_t own_env
+    fegetenv(&own_env)
+    fesetenv(&job.env)
     work(job)
+    fesetenv(&own_env)
     release(job)
 
 
@@ -329,9 +329,10 @@ cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexc
         return message
     job.next_part = 0
     job.done_parts = 0
-    fegetenv(&job.env)
     advise_huge_pages(job.out_buf)
     tasks = <int>max(0, min(<long>threads, job.parts) - 1)
+    if tasks:
+        fegetenv(&job.env)
     job.refs = 1 + tasks
     for t in range(tasks):
         if not schedule(cf, job):
