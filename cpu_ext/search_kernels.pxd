@@ -48,8 +48,10 @@ cdef enum:
     # misses unoverlapped, 24 and 32 spill registers).
     LANES = 16
     # Independent merges interleaved in one loop, to hide the loop-carried
-    # latency (8 measured fastest on x86-64: 4 and 16 were slower).
-    CHAINS = 8
+    # latency. 6 measured best overall on x86-64 (N = M = 1e3 to 1e7, float32
+    # and int32): 4 and 8 were 3-20% slower, 5 and 7 within 5%; more chains
+    # than registers spill the chain state.
+    CHAINS = 6
 
 
 cdef inline bint is_nan(key_t x) noexcept nogil:
