@@ -143,7 +143,9 @@ def _sweep_threads(size: int, dtype: str, grid: TuneGrid,
     calls = [_bench.call_under_config(
         dataclasses.replace(_tuning.DEFAULT_CPU_CONFIG, threads=t, min_parallel=1), ja, jv,
         sorted_v=True, implementation="cython") for t in counts]
-    timings = _bench.measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
+    # Three times the samples: one noisy size here moves min_parallel for the
+    # whole dtype (it needs threads to win at every larger size).
+    timings = _bench.measure_all(calls, repeats=3 * grid.repeats, budget_s=grid.budget_s)
     progress.step()
     return {str(t): m.timing.median for t, m in zip(counts, timings)}
 
