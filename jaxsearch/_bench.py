@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import gc
 import importlib
 import json
 import math
@@ -145,11 +146,22 @@ class _Run:
 
 
 def _sample(fn: Callable[[], Any], number: int) -> float:
-    """Seconds per call over `number` back-to-back calls, each blocked on."""
-    t0 = time.perf_counter()
-    for _ in range(number):
-        jax.block_until_ready(fn())
-    return (time.perf_counter() - t0) / number
+    """Seconds per call over `number` back-to-back calls, each blocked on.
+
+    Python's cyclic garbage collector is off while timing, as in ``timeit``:
+    a full collection (44 ms measured just after importing jax) would land
+    on whichever peer's sample crosses the allocation threshold.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            jax.block_until_ready(fn())
+        return (time.perf_counter() - t0) / number
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def measure_all(fns: Sequence[Callable[[], Any]], *, repeats: int = 5, budget_s: float = 1.0,
