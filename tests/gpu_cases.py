@@ -1,7 +1,11 @@
-"""Test data shared by the GPU kernels' tests, Pallas and native Triton."""
+"""Test data and cases shared by the GPU kernels' tests, Pallas and native Triton."""
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 X64_DTYPES = ["int64", "uint64", "float64"]
 DTYPES = [
@@ -63,3 +67,96 @@ def unsorted_cases(rng):
         (sorted_a[::-1], sorted_v),
         (sorted_a, nan_v),
     ]
+
+
+# ---------------------------------------------------------------------------
+# Cases that both GPU implementations must pass. Each takes `search(kernel, a,
+# v, side, out_dtype="int32")`, which runs one of the KERNELS of the calling
+# test file (Pallas in-process, native Triton in its interpreter worker) on
+# numpy arrays and returns a numpy array.
+
+SIDES = ("left", "right")
+
+# Tile edges, both skews, single elements (tiles are 128 in the tests).
+SIZES = [(1, 1), (1, 300), (300, 1), (128, 128), (129, 127), (3000, 5), (5, 3000)]
+
+
+def check_dtype(search, kernel, dtype):
+    rng = np.random.default_rng(0)
+    a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
+    out_dtype = "int64" if dtype in X64_DTYPES else "int32"
+    for side in SIDES:
+        result = search(kernel, a, v, side, out_dtype=out_dtype)
+        assert result.dtype == out_dtype
+        np.testing.assert_array_equal(result, expected(a, v, side))
+        with jax.enable_x64(dtype in X64_DTYPES):
+            np.testing.assert_array_equal(
+                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
+            )
+
+
+def check_size(search, kernel, n, m):
+    rng = np.random.default_rng(n * 10_000 + m)
+    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
+    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
+    for side in SIDES:
+        np.testing.assert_array_equal(search(kernel, a, v, side), expected(a, v, side))
+
+
+def check_subnormals_keep_ieee_order(search, kernel):
+    # The kernels compare bits, as numpy does; XLA:CPU flushes subnormals in
+    # float compares, so jnp.searchsorted there treats them as zero.
+    tiny = np.float32(1e-45)
+    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
+    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
+    for side in SIDES:
+        np.testing.assert_array_equal(search(kernel, a, v, side), np.searchsorted(a, v, side=side))
+
+
+def check_int32_inputs_both_answer_widths(search, kernel):
+    rng = np.random.default_rng(2)
+    a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
+    v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
+    for out_dtype in ("int32", "int64"):
+        result = search(kernel, a, v, "left", out_dtype=out_dtype)
+        assert result.dtype == out_dtype
+        np.testing.assert_array_equal(result, expected(a, v, "left"))
+
+
+def check_broken_promises_stay_in_range(search, kernel):
+    rng = np.random.default_rng(3)
+    for a, v in unsorted_cases(rng):
+        for side in SIDES:
+            assert_in_range(search(kernel, a, v, side), len(a))
+
+
+def check_binary_search_any_needles(search):
+    rng = np.random.default_rng(4)
+    a = sample(rng, "float32", 300)
+    v = rng.permutation(sample(rng, "float32", 500))
+    for side in SIDES:
+        np.testing.assert_array_equal(search("binary", a, v, side), expected(a, v, side))
+
+
+def check_argument_errors(merge_path, binary_search, config_types):
+    """Bad arguments to the two wrappers raise, naming what is wrong.
+
+    `config_types` is (MergePathConfig, BinarySearchConfig).
+    """
+    merge_config, binary_config = config_types
+    f32 = jnp.ones(4, jnp.float32)
+    call = functools.partial(merge_path, out_dtype=jnp.int32)
+    with pytest.raises(ValueError, match="side"):
+        call(f32, f32, side="middle")
+    with pytest.raises(TypeError, match="share a dtype"):
+        call(f32, f32.astype(jnp.int32), side="left")
+    with pytest.raises(ValueError, match="1-D"):
+        call(f32[None], f32, side="left")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
+    with pytest.raises(TypeError, match="out_dtype"):
+        call(f32, f32, side="left", out_dtype=jnp.float32)
+    with pytest.raises(TypeError, match="MergePathConfig"):
+        call(f32, f32, side="left", config=binary_config())
+    with pytest.raises(TypeError, match="BinarySearchConfig"):
+        binary_search(f32, f32, side="left", out_dtype=jnp.int32, config=merge_config())

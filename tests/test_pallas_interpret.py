@@ -5,15 +5,17 @@ compiled on a GPU when there is one (`pytest -m gpu`). Shapes are few and
 small: each new shape, dtype or config costs a compile (about 0.3 s).
 """
 
+import contextlib
 import functools
 import sys
 from pathlib import Path
 
+import gpu_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample, unsorted_cases
+from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,67 +53,43 @@ KERNELS = {
 MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
 
 
-def x64_if(dtype):
-    """x64 mode on where the dtype needs it, off otherwise."""
-    return jax.enable_x64(jnp.dtype(dtype) in map(jnp.dtype, X64_DTYPES))
-
-
-def run(kernel, a, v, side, interpret, out_dtype=jnp.int32):
-    return np.asarray(
-        KERNELS[kernel](
-            jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=out_dtype, interpret=interpret
+def run(kernel, a, v, side, interpret, out_dtype="int32"):
+    """One of KERNELS on numpy arrays, with x64 on where the data needs it
+    (never turned off: a caller's x64 mode stays in force)."""
+    wide = a.dtype.name in X64_DTYPES or out_dtype == "int64"
+    with jax.enable_x64(True) if wide else contextlib.nullcontext():
+        return np.asarray(
+            KERNELS[kernel](
+                jnp.asarray(a),
+                jnp.asarray(v),
+                side=side,
+                out_dtype=jnp.dtype(out_dtype),
+                interpret=interpret,
+            )
         )
-    )
+
+
+@pytest.fixture
+def case_search(interpret):
+    """The shared cases' `search`, in the interpreter or on the device."""
+    return functools.partial(run, interpret=interpret)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_dtypes(kernel, dtype, interpret):
-    rng = np.random.default_rng(0)
-    with x64_if(dtype):
-        out_dtype = jnp.int64 if dtype in X64_DTYPES else jnp.int32
-        a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
-        for side in ("left", "right"):
-            result = run(kernel, a, v, side, interpret, out_dtype)
-            assert result.dtype == out_dtype
-            np.testing.assert_array_equal(result, expected(a, v, side))
-            np.testing.assert_array_equal(
-                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
-            )
+def test_dtypes(kernel, dtype, case_search):
+    gpu_cases.check_dtype(case_search, kernel, dtype)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize(
-    "n, m",
-    [
-        (1, 1),
-        (1, 300),
-        (300, 1),
-        (128, 128),
-        (129, 127),  # tile edges
-        (3000, 5),
-        (5, 3000),  # N >> M and M >> N
-    ],
-)
-def test_sizes(kernel, n, m, interpret):
-    rng = np.random.default_rng(n * 10_000 + m)
-    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
-    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(run(kernel, a, v, side, interpret), expected(a, v, side))
+@pytest.mark.parametrize("n, m", gpu_cases.SIZES)
+def test_sizes(kernel, n, m, case_search):
+    gpu_cases.check_size(case_search, kernel, n, m)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_subnormals_keep_ieee_order(kernel, interpret):
-    # XLA:CPU flushes subnormals in float compares, so jnp.searchsorted there
-    # treats them as zero; the kernels compare bits, as numpy does.
-    tiny = np.float32(1e-45)
-    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
-    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(
-            run(kernel, a, v, side, interpret), np.searchsorted(a, v, side=side)
-        )
+def test_subnormals_keep_ieee_order(kernel, case_search):
+    gpu_cases.check_subnormals_keep_ieee_order(case_search, kernel)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -155,32 +133,19 @@ def test_vmap(kernel, in_axes, interpret):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_x64_mode_int32_inputs(kernel, interpret):
+def test_x64_mode_int32_inputs(kernel, case_search):
     # Python ints become int64 under x64: the kernels must not care.
-    rng = np.random.default_rng(2)
     with jax.enable_x64(True):
-        a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
-        v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
-        for out_dtype in (jnp.int32, jnp.int64):
-            result = run(kernel, a, v, "left", interpret, out_dtype)
-            assert result.dtype == out_dtype
-            np.testing.assert_array_equal(result, expected(a, v, "left"))
+        gpu_cases.check_int32_inputs_both_answer_widths(case_search, kernel)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_broken_promises_stay_in_range(kernel, interpret):
-    rng = np.random.default_rng(3)
-    for a, v in unsorted_cases(rng):
-        for side in ("left", "right"):
-            assert_in_range(run(kernel, a, v, side, interpret), len(a))
+def test_broken_promises_stay_in_range(kernel, case_search):
+    gpu_cases.check_broken_promises_stay_in_range(case_search, kernel)
 
 
-def test_binary_search_any_needles(interpret):
-    rng = np.random.default_rng(4)
-    a = sample(rng, "float32", 300)
-    v = rng.permutation(sample(rng, "float32", 500))
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(run("binary", a, v, side, interpret), expected(a, v, side))
+def test_binary_search_any_needles(case_search):
+    gpu_cases.check_binary_search_any_needles(case_search)
 
 
 @pytest.mark.parametrize("kernel", MERGE_KERNELS)
@@ -267,20 +232,11 @@ def test_sort_key_total_order():
 
 
 def test_argument_checks():
-    f32 = jnp.ones(4, jnp.float32)
-    call = functools.partial(pk.merge_path_searchsorted, out_dtype=jnp.int32)
-    with pytest.raises(ValueError, match="side"):
-        call(f32, f32, side="middle")
-    with pytest.raises(TypeError, match="share a dtype"):
-        call(f32, f32.astype(jnp.int32), side="left")
-    with pytest.raises(ValueError, match="1-D"):
-        call(f32[None], f32, side="left")
-    with pytest.raises(TypeError, match="unsupported dtype"):
-        call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
-    with pytest.raises(TypeError, match="out_dtype"):
-        call(f32, f32, side="left", out_dtype=jnp.float32)
-    with pytest.raises(TypeError, match="MergePathConfig"):
-        call(f32, f32, side="left", config=pk.BinarySearchConfig())
+    gpu_cases.check_argument_errors(
+        pk.merge_path_searchsorted,
+        pk.binary_search_searchsorted,
+        (pk.MergePathConfig, pk.BinarySearchConfig),
+    )
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,12 @@ import tempfile
 import traceback
 from pathlib import Path
 
+import gpu_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample, unsorted_cases
+from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample
 
 try:
     import jaxsearch.pallas_kernels as pk
@@ -255,48 +256,27 @@ def run(request):
 
 
 # ---------------------------------------------------------------------------
-# Data and expectations (as in test_pallas_interpret.py).
+# The cases (those shared with test_pallas_interpret.py live in gpu_cases.py).
 
 
-# ---------------------------------------------------------------------------
-# The cases.
+@pytest.fixture
+def case_search(run):
+    """The shared cases' `search`, in the interpreter or on the device."""
+    return lambda kernel, a, v, side, out_dtype="int32": run(
+        "search", kernel, a, v, side, out_dtype=out_dtype
+    )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_dtypes(kernel, dtype, run):
-    rng = np.random.default_rng(0)
-    a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
-    out_dtype = "int64" if dtype in X64_DTYPES else "int32"
-    for side in ("left", "right"):
-        result = run("search", kernel, a, v, side, out_dtype=out_dtype)
-        assert result.dtype == out_dtype
-        np.testing.assert_array_equal(result, expected(a, v, side))
-        with jax.enable_x64(dtype in X64_DTYPES):
-            np.testing.assert_array_equal(
-                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
-            )
+def test_dtypes(kernel, dtype, case_search):
+    gpu_cases.check_dtype(case_search, kernel, dtype)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize(
-    "n, m",
-    [
-        (1, 1),
-        (1, 300),
-        (300, 1),
-        (128, 128),
-        (129, 127),  # tile edges
-        (3000, 5),
-        (5, 3000),  # N >> M and M >> N
-    ],
-)
-def test_sizes(kernel, n, m, run):
-    rng = np.random.default_rng(n * 10_000 + m)
-    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
-    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(run("search", kernel, a, v, side), expected(a, v, side))
+@pytest.mark.parametrize("n, m", gpu_cases.SIZES)
+def test_sizes(kernel, n, m, case_search):
+    gpu_cases.check_size(case_search, kernel, n, m)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -314,15 +294,8 @@ def test_duplicates_nan_inf_signed_zero(kernel, run):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_subnormals_keep_ieee_order(kernel, run):
-    # The kernels compare bits, as numpy does, never flushed floats.
-    tiny = np.float32(1e-45)
-    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
-    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(
-            run("search", kernel, a, v, side), np.searchsorted(a, v, side=side)
-        )
+def test_subnormals_keep_ieee_order(kernel, case_search):
+    gpu_cases.check_subnormals_keep_ieee_order(case_search, kernel)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -402,30 +375,17 @@ def test_grad_is_zero(kernel, run):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_int64_answers_of_int32_inputs(kernel, run):
-    rng = np.random.default_rng(2)
-    a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
-    v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
-    for out_dtype in ("int32", "int64"):
-        result = run("search", kernel, a, v, "left", out_dtype=out_dtype)
-        assert result.dtype == out_dtype
-        np.testing.assert_array_equal(result, expected(a, v, "left"))
+def test_int64_answers_of_int32_inputs(kernel, case_search):
+    gpu_cases.check_int32_inputs_both_answer_widths(case_search, kernel)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_broken_promises_stay_in_range(kernel, run):
-    rng = np.random.default_rng(3)
-    for a, v in unsorted_cases(rng):
-        for side in ("left", "right"):
-            assert_in_range(run("search", kernel, a, v, side), len(a))
+def test_broken_promises_stay_in_range(kernel, case_search):
+    gpu_cases.check_broken_promises_stay_in_range(case_search, kernel)
 
 
-def test_binary_search_any_needles(run):
-    rng = np.random.default_rng(4)
-    a = sample(rng, "float32", 300)
-    v = rng.permutation(sample(rng, "float32", 500))
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(run("search", "binary", a, v, side), expected(a, v, side))
+def test_binary_search_any_needles(case_search):
+    gpu_cases.check_binary_search_any_needles(case_search)
 
 
 @pytest.mark.parametrize("kernel", MERGE_KERNELS)
@@ -487,24 +447,11 @@ def test_kernel_on_torch_tensors(kind, worker):
 
 
 def test_argument_checks():
-    f32 = jnp.ones(4, jnp.float32)
-    call = functools.partial(pk.triton_merge_path_searchsorted, out_dtype=jnp.int32)
-    with pytest.raises(ValueError, match="side"):
-        call(f32, f32, side="middle")
-    with pytest.raises(TypeError, match="share a dtype"):
-        call(f32, f32.astype(jnp.int32), side="left")
-    with pytest.raises(ValueError, match="1-D"):
-        call(f32[None], f32, side="left")
-    with pytest.raises(TypeError, match="unsupported dtype"):
-        call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
-    with pytest.raises(TypeError, match="out_dtype"):
-        call(f32, f32, side="left", out_dtype=jnp.float32)
-    with pytest.raises(TypeError, match="MergePathConfig"):
-        call(f32, f32, side="left", config=pk.BinarySearchConfig())
-    with pytest.raises(TypeError, match="BinarySearchConfig"):
-        pk.triton_binary_search_searchsorted(
-            f32, f32, side="left", out_dtype=jnp.int32, config=pk.MergePathConfig()
-        )
+    gpu_cases.check_argument_errors(
+        pk.triton_merge_path_searchsorted,
+        pk.triton_binary_search_searchsorted,
+        (pk.MergePathConfig, pk.BinarySearchConfig),
+    )
 
 
 def test_availability_is_explained():
