@@ -21,3 +21,13 @@ def validate(a, v, side, out_dtype):
     if out_dtype == jnp.int64 and not jax.config.jax_enable_x64:
         raise TypeError("out_dtype int64 needs jax_enable_x64")
     return out_dtype
+
+
+def resolve_config(config, cls, default, n, m, dtype):
+    """`config`, or `default(n, m, dtype)` when it is None; a TypeError when
+    it is not a `cls`."""
+    if config is None:
+        return default(n, m, dtype)
+    if not isinstance(config, cls):
+        raise TypeError(f"config must be a {cls.__name__}, got {config!r}")
+    return config

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from . import _common
-from ._args import validate
+from ._args import resolve_config, validate
 from .configs import BinarySearchConfig, default_binary_search_config
 
 
@@ -51,10 +51,7 @@ def binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
-    if config is None:
-        config = default_binary_search_config(n, m, a.dtype)
-    if not isinstance(config, BinarySearchConfig):
-        raise TypeError(f"config must be a BinarySearchConfig, got {config!r}")
+    config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
     _common.check_extent(n + m + config.block)
     kernel = functools.partial(_binary_search_kernel, block=config.block, side=side)
     return _common.launch(

@@ -24,7 +24,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from . import _common
-from ._args import validate
+from ._args import resolve_config, validate
 from ._order import precedes, sort_key
 from .configs import MergePathConfig, default_merge_path_config
 
@@ -117,10 +117,7 @@ def merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=Fal
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
-    if config is None:
-        config = default_merge_path_config(n, m, a.dtype)
-    if not isinstance(config, MergePathConfig):
-        raise TypeError(f"config must be a MergePathConfig, got {config!r}")
+    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
     _common.check_extent(n + m + config.tile)
     kernel = functools.partial(
         _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._args import validate
+from ._args import resolve_config, validate
 from .configs import (
     BinarySearchConfig,
     MergePathConfig,
@@ -112,14 +112,6 @@ def _validate(a, v, side, out_dtype):
     if out_dtype == jnp.int32 and a.shape[0] > _INT32_MAX:
         raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
     return out_dtype
-
-
-def _config(config, cls, default, n, m, dtype):
-    if config is None:
-        return default(n, m, dtype)
-    if not isinstance(config, cls):
-        raise TypeError(f"config must be a {cls.__name__}, got {config!r}")
-    return config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,7 +286,7 @@ def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interp
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
-    config = _config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
+    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
     return _search("merge_path", config, a, v, side, out_dtype, interpret)
 
 
@@ -325,5 +317,5 @@ def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config=None, int
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
-    config = _config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
+    config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
     return _search("binary_search", config, a, v, side, out_dtype, interpret)
