@@ -16,8 +16,10 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -157,6 +159,32 @@ def _describe_cache(path: Path) -> str:
     return f"{len(entries)} entries" + (f"; measured on {host}" if host else "")
 
 
+def readable(value: Any) -> str:
+    """A config value as a person reads it: floats to 3 significant digits."""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+# What each CpuConfig field does, from its value and the config (for `info`).
+_CPU_FIELD_MEANINGS: dict[str, Callable[[Any, _tuning.CpuConfig], str]] = {
+    "bisect_ratio": lambda x, c: f"lock-step binary search (bisect) of sorted needles when "
+                                 f"N/M > {readable(x)}",
+    "runs_ratio": lambda x, c: f"fill runs of needles per key (runs) when M/N > {readable(x)}; "
+                               "merge in between",
+    # What 0 comes to here: the threads of a row large enough to be split.
+    "threads": lambda x, c: (f"at most {x} threads per call" if x else "all available cores "
+                             f"({c.threads_for(c.min_parallel, _cpu.available_cores())} here)"),
+    "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
+}
+
+
+def describe_cpu_config(config: _tuning.CpuConfig) -> str:
+    """Each field of `config` on its own line: name, rounded value, meaning."""
+    rows = [[f.name, readable(getattr(config, f.name)),
+             _CPU_FIELD_MEANINGS.get(f.name, lambda x, c: "")(getattr(config, f.name), config)]
+            for f in dataclasses.fields(config)]
+    return _bench.format_table(["field", "value", "meaning"], rows, align="lll")
+
+
 def info_report(n: int, m: int, dtype: str) -> str:
     """What ``python -m jaxsearch info`` prints."""
     meta = _bench.machine_info()
@@ -183,17 +211,19 @@ def info_report(n: int, m: int, dtype: str) -> str:
     lines += [
         "",
         f"for {label}:",
-        f"  CPU config:    {config}",
-        f"                 from {source}",
+        f"  CPU config:    from {source}",
+        textwrap.indent(describe_cpu_config(config), " " * 4),
         f"  CPU kernel:    {_tuning.choose_cpu_kernel(n, m, config)} for sorted needles "
         "(sorted_v=True, or None once the check passes); binary search otherwise",
-        f"  CPU threads:   {config.threads_for(m, _cpu.available_cores())}",
+        f"  CPU threads:   {config.threads_for(m, _cpu.available_cores())} for one call of "
+        f"M={_bench.fmt_count(m)} needles (see threads and min_parallel)",
     ]
     if kind != "cpu":
         for kernel in ("merge_path", "binary_search"):
             entry = _tuning.lookup(kernel, dtype, {"n": n, "m": m}, kind)
             lines.append(f"  GPU {kernel}: " + (
-                f"{entry.config}\n                 from {entry.source}" if entry
+                ", ".join(f"{k}={readable(v)}" for k, v in entry.config.items())
+                + f"\n                 from {entry.source}" if entry
                 else "the kernel's heuristic default (no tuned entry)"))
     return "\n".join(lines)
 

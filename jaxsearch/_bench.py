@@ -25,6 +25,7 @@ import os
 import platform
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -247,8 +248,21 @@ class Problem:
 
     @property
     def nbytes(self) -> int:
-        """Bytes a search must move at least: read a and v, write m int32."""
+        """Bytes of a and v and of m int32 indices: what a search reads and
+        writes when it must read all of a (see :attr:`reads_all`)."""
         return (self.n + self.m) * np.dtype(self.dtype).itemsize + 4 * self.m
+
+    @property
+    def reads_all(self) -> bool:
+        """Whether any search must read all of a and v: when N <= M.
+
+        The needles spread over a's range (:func:`make_arrays`), so with at
+        least one needle per key every cache line of a holds some needle's
+        insertion point. With N > M a search may skip most of a (a binary
+        search reads about M * log2(N) keys), and nbytes / time would be no
+        bandwidth: 1e7 keys and 1e3 needles read "10x faster than a copy".
+        """
+        return self.n <= self.m
 
 
 def _sorted_uniform(rng: np.random.Generator, k: int) -> np.ndarray:
@@ -298,6 +312,8 @@ class Impl:
         are taken against the best of each peer group.
       build: makes the zero-argument call to time from a problem's inputs.
       applies: whether the impl makes sense for a problem (e.g. sorted only).
+      needs: what `applies` asks of a problem, in words: the reason recorded
+        for the problems it does not apply to.
       cost: estimated (seconds per call on a 2-core CPU, bytes of temporaries),
         to skip peers that would not fit in the time or memory allowed.
       checked: whether its output is compared with numpy's.
@@ -307,6 +323,7 @@ class Impl:
     group: str
     build: Callable[[Inputs], Callable[[], Any]]
     applies: Callable[[Problem], bool] = lambda p: True
+    needs: str = ""
     cost: Callable[[int, int], tuple[float, float]] | None = None
     checked: bool = True
 
@@ -323,8 +340,10 @@ def jaxsearch_impl(sorted_v: bool | None) -> Impl:
         f = jax.jit(functools.partial(jaxsearch.searchsorted, sorted_v=sorted_v))
         return lambda: f(x.ja, x.jv)
 
-    return Impl(name, "jaxsearch", build, applies=(lambda p: p.sorted_v) if sorted_v else
-                (lambda p: True))
+    if sorted_v:
+        return Impl(name, "jaxsearch", build, applies=lambda p: p.sorted_v,
+                    needs="sorted needles")
+    return Impl(name, "jaxsearch", build)
 
 
 # Rough per-element costs of jnp's methods on this kind of 2-core CPU,
@@ -378,7 +397,7 @@ def numpy_on_jax_buffers_impl() -> Impl:
     """
     return Impl("numpy on jax buffers", "numpy on jax buffers",
                 lambda x: functools.partial(np.searchsorted, np.asarray(x.ja), np.asarray(x.jv)),
-                applies=lambda p: jax.default_backend() == "cpu")
+                applies=lambda p: jax.default_backend() == "cpu", needs="the CPU backend")
 
 
 def torch_impl() -> Impl | None:
@@ -456,7 +475,7 @@ def jax_floor_impl() -> Impl:
     """
     f = jax.jit(lambda a, v: (v > a).astype(jnp.int32))
     return Impl(JAX_FLOOR_NAME, "floor", lambda x: functools.partial(f, x.ja, x.jv),
-                applies=lambda p: p.n == p.m, checked=False)
+                applies=lambda p: p.n == p.m, needs="N == M", checked=False)
 
 
 def peer_impls() -> list[Impl]:
@@ -472,9 +491,13 @@ def peer_impls() -> list[Impl]:
 # ---------------------------------------------------------------- running
 
 
+NOT_APPLICABLE = "not applicable"  # how the skip reason of an impl that does not apply starts
+
+
 @dataclasses.dataclass
 class Result:
-    """One impl on one problem: its timing, or why it was skipped."""
+    """One impl on one problem: its timing, or why it was skipped (or not
+    applicable: see :attr:`applies`)."""
 
     problem: Problem
     impl: str
@@ -486,6 +509,11 @@ class Result:
     @property
     def seconds(self) -> float | None:
         return None if self.timing is None else self.timing.median
+
+    @property
+    def applies(self) -> bool:
+        """False for an impl that does not apply to the problem (never run)."""
+        return not (self.skipped or "").startswith(NOT_APPLICABLE)
 
 
 def _memory_bytes() -> float:
@@ -505,9 +533,12 @@ def run_suite(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: in
               progress: Progress | None = None) -> list[Result]:
     """Measure every impl on every problem that it applies to, side by side.
 
-    Peers whose estimated cost exceeds `max_call_s` per call, or a quarter of
-    the memory, are skipped with the reason recorded. A peer that raises is
-    recorded as skipped with the error, so one failure never loses a run.
+    Every impl gets a result on every problem, so that tables can say why a
+    cell is empty: one that does not apply is recorded as skipped, "not
+    applicable: needs ...". Peers whose estimated cost exceeds `max_call_s`
+    per call, or a quarter of the memory, are skipped with the reason
+    recorded. A peer that raises is recorded as skipped with the error, so one
+    failure never loses a run.
     """
     if needs_x64(p.dtype for p in problems):
         jax.config.update("jax_enable_x64", True)
@@ -518,10 +549,9 @@ def run_suite(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: in
         a, v = make_arrays(problem)
         x = Inputs(a, v, jnp.asarray(a), jnp.asarray(v))
         expected = np.searchsorted(a, v)
-        applicable = [i for i in impls if i.applies(problem)]
         todo = [Result(problem, i.name, i.group, skipped=_skip_reason(i, problem, max_call_s))
-                for i in applicable]
-        timed = [(i, r) for i, r in zip(applicable, todo) if r.skipped is None]
+                for i in impls]
+        timed = [(i, r) for i, r in zip(impls, todo) if r.skipped is None]
         check = functools.partial(matches, expected)
         measured = measure_all([_build(i, x) for i, _ in timed], repeats=repeats,
                                budget_s=budget_s,
@@ -556,6 +586,8 @@ def _build(impl: Impl, x: Inputs) -> Callable[[], Any]:
 
 def _skip_reason(impl: Impl, problem: Problem, max_call_s: float) -> str | None:
     """Why `impl` should not run on `problem` here, or None."""
+    if not impl.applies(problem):
+        return f"{NOT_APPLICABLE}: needs {impl.needs}"
     est_s, est_bytes = impl.cost(problem.n, problem.m) if impl.cost else (0.0, 0.0)
     if est_s > max_call_s and jax.default_backend() == "cpu":
         return f"est. {est_s:.2g} s/call > {max_call_s:g} s"
@@ -568,20 +600,31 @@ def _skip_reason(impl: Impl, problem: Problem, max_call_s: float) -> str | None:
 
 
 PEER_GROUPS = ("numpy", "jnp", "torch", "cupy")
+REFERENCES = (*PEER_GROUPS, "copy", "floor")  # the keys of problem_summary
+_FLOOR_REFERENCES = {"copy": COPY_NAME, "floor": JAX_FLOOR_NAME}
 
 
-def _best(results: Iterable[Result], group: str) -> Result | None:
-    timed = [r for r in results if r.group == group and r.seconds is not None]
-    return min(timed, key=lambda r: r.seconds) if timed else None
+def reference_members(results: Iterable[Result], ref: str) -> list[Result]:
+    """The results that can stand as reference `ref` (one of REFERENCES)."""
+    if ref in _FLOOR_REFERENCES:
+        return [r for r in results if r.impl == _FLOOR_REFERENCES[ref]]
+    return [r for r in results if r.group == ref]
 
 
 def problem_summary(results: Sequence[Result]) -> dict[str, Result | None]:
-    """The references for one problem's results: best of each peer group, floors."""
-    by_name = {r.impl: r for r in results}
-    refs: dict[str, Result | None] = {g: _best(results, g) for g in PEER_GROUPS}
-    refs["copy"] = by_name.get(COPY_NAME)
-    refs["floor"] = by_name.get(JAX_FLOOR_NAME)
+    """The references for one problem's results: the fastest of each peer
+    group, and the floors; None where none of them has a time."""
+    refs = {}
+    for ref in REFERENCES:
+        timed = [r for r in reference_members(results, ref) if r.seconds is not None]
+        refs[ref] = min(timed, key=lambda r: r.seconds) if timed else None
     return refs
+
+
+def why_untimed(results: Sequence[Result], what: str) -> str:
+    """Why none of `results` (standing for `what`) has a time, each one's reason."""
+    return "; ".join(f"{r.impl}: {r.skipped}" for r in results if r.skipped) or \
+        f"{what}: not run"
 
 
 def group_by_problem(results: Sequence[Result]) -> dict[Problem, list[Result]]:
@@ -602,14 +645,23 @@ def ratio(num: Result | None, den: Result | None) -> float | None:
 def bandwidth(result: Result) -> float | None:
     """Effective bandwidth in bytes/s: the bytes a search must move, over its time.
 
-    For the copy floor, the bytes it copies, read and written.
+    None without a time, and where a search need not read all of a (see
+    :attr:`Problem.reads_all`). For the copy floor, the bytes it copies, read
+    and written: it always moves all of them.
     """
     if result.seconds is None:
         return None
     p = result.problem
-    moved = 2 * (p.n + p.m) * np.dtype(p.dtype).itemsize if result.impl == COPY_NAME \
-        else p.nbytes
-    return moved / result.seconds
+    if result.impl == COPY_NAME:
+        return 2 * (p.n + p.m) * np.dtype(p.dtype).itemsize / result.seconds
+    return p.nbytes / result.seconds if p.reads_all else None
+
+
+def why_no_bandwidth(result: Result) -> str:
+    """Why :func:`bandwidth` gives None for `result`."""
+    if result.seconds is None:
+        return why_untimed([result], result.impl)
+    return "N > M: a search need not read all of a, so bytes / time is no bandwidth"
 
 
 # ---------------------------------------------------------------- formatting
@@ -657,28 +709,133 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+# ---------------------------------------------------------------- legends
+
+HEADLINE = "jaxsearch"  # the drop-in call (sorted_v=None) that tables lead with
+
+# What the tables, the JSON and the plot mean by their words, said once for all.
+PROBLEM_TEXT = ("N = len(a) sorted keys, M = len(v) needles, the dtype of both, and whether v "
+                'is sorted too; every search asks for side="left" (the default)')
+MEDIAN_TEXT = ("median milliseconds per call, each call blocked on until its result is ready; "
+               "jax calls under jax.jit, compiled beforehand")
+CORRECT_TEXT = ('the output equals numpy.searchsorted(a, v, side="left") element for element '
+                "(floors are not checked)")
+COPY_TEXT = ("a plain numpy copy of the bytes of a and v into a fresh buffer (on an accelerator, "
+             "one jitted elementwise pass over them): the memory floor, what merely moving the "
+             "input costs")
+JAX_FLOOR_TEXT = ("one jitted fused pass (v > a).astype(int32), reading a and v and writing M "
+                  "int32: the least any search through JAX can cost (it needs N == M)")
+BANDWIDTH_TEXT = ("effective bandwidth: the bytes of a and v and of M int32 indices over the "
+                  "median time. Given only where N <= M: there every cache line of a holds some "
+                  "needle's insertion point, so any search must read all of a and v; with N > M "
+                  "a search may skip most of a (a binary search reads about M*log2(N) keys), and "
+                  "bytes / time would be no bandwidth")
+COPY_SHARE_TEXT = ("that bandwidth over the copy floor's (which counts the bytes it reads and "
+                   "writes): 100% moves a search's bytes as fast as a plain copy moves its own")
+MARKER_TEXT = ('"-[k]" marks an empty cell; "[k] reason" under its table says why.')
+_GROUP_TEXT = {"numpy": "numpy.searchsorted's",
+               "jnp": "the fastest jnp.searchsorted method's",
+               "torch": "torch.searchsorted's", "cupy": "cupy.searchsorted's"}
+_DESCRIPTIONS = {
+    HEADLINE: "jaxsearch.searchsorted(a, v), the drop-in call (sorted_v=None: it checks whether "
+              "v is sorted, then merges or binary-searches)",
+    "jaxsearch sorted_v=True": "jaxsearch.searchsorted told that v is sorted (sorted_v=True)",
+    "jaxsearch sorted_v=False": "jaxsearch.searchsorted told that v may be unsorted "
+                                "(sorted_v=False): a binary search per needle",
+    "numpy": "numpy.searchsorted on host copies of a and v",
+    "numpy on jax buffers": "numpy.searchsorted reading the jax arrays' own buffers",
+    "torch": "torch.searchsorted", "torch (cuda)": "torch.searchsorted on the GPU",
+    "cupy": "cupy.searchsorted",
+    COPY_NAME: COPY_TEXT, JAX_FLOOR_NAME: JAX_FLOOR_TEXT,
+}
+
+
+def describe(impl: str) -> str:
+    """What an impl named in the tables is, for their legends."""
+    if impl.startswith("jnp "):
+        return f"jnp.searchsorted(a, v, method={impl.removeprefix('jnp ')!r})"
+    return _DESCRIPTIONS.get(impl, "an implementation of this run")
+
+
+def format_legend(entries: Sequence[tuple[str, str]], width: int = 100) -> str:
+    """Terms and their meanings, the meanings wrapped and aligned after the terms."""
+    w = max(len(term) for term, _ in entries)
+    return "\n".join(textwrap.fill(text, width, initial_indent=f"  {term:<{w}}  ",
+                                   subsequent_indent=" " * (w + 4)) for term, text in entries)
+
+
+class Footnotes:
+    """Why cells of a table are empty: each reason gets a marker, "-[1]" in
+    its cells and "[1] reason" under the table."""
+
+    def __init__(self) -> None:
+        self.markers: dict[str, str] = {}
+
+    def cell(self, value: Any, fmt: Callable[[Any], str], why: str) -> str:
+        """`fmt(value)`, or where `value` is None the marker of `why`."""
+        if value is not None:
+            return fmt(value)
+        return "-" + self.markers.setdefault(why, f"[{len(self.markers) + 1}]")
+
+    def __str__(self) -> str:
+        return "\n".join(f"{marker} {why}" for why, marker in self.markers.items())
+
+
+def _explained(title: str, table: str, notes: Footnotes, legend: str) -> str:
+    """A table with its title above, and its footnotes and legend below."""
+    return "\n".join(part for part in (title, table, str(notes), legend) if part)
+
+
 def main_job_table(results: Sequence[Result]) -> str:
-    """One block per problem: each impl's time and its speed-ups."""
+    """One block per problem: each impl's time and its speed-ups, the reasons
+    for its empty cells under it; then one legend for all blocks.
+
+    Impls that do not apply to a problem have no row in its block.
+    """
     blocks = []
     for problem, rs in group_by_problem(results).items():
         refs = problem_summary(rs)
+        notes = Footnotes()
         rows = []
-        for r in rs:
-            peer = r.group != "floor" and r.seconds is not None
-            rows.append([
-                r.impl, fmt_ms(r.seconds),
-                fmt_x(ratio(refs["numpy"], r)) if peer else "-",
-                fmt_x(ratio(refs["jnp"], r)) if peer else "-",
-                fmt_x(ratio(r, refs["floor"])) if peer else "-",
-                fmt_ok(r), f"skipped: {r.skipped}" if r.skipped else ""])
+        for r in (r for r in rs if r.applies):
+            if r.seconds is None:
+                rows.append([r.impl] + [""] * 5 + [f"skipped: {r.skipped}"])
+            elif r.group == "floor":
+                rows.append([r.impl, fmt_ms(r.seconds)] + [""] * 4
+                            + ["a reference, not a search"])
+            else:
+                rows.append([r.impl, fmt_ms(r.seconds)] + [
+                    notes.cell(ratio(refs[g], r), fmt_x,
+                               why_untimed(reference_members(rs, g), g)) for g in ("numpy", "jnp")
+                ] + [notes.cell(ratio(r, refs["floor"]), fmt_x,
+                                why_untimed(reference_members(rs, "floor"), JAX_FLOOR_NAME)),
+                     fmt_ok(r), ""])
         best_jnp = refs["jnp"].impl if refs["jnp"] else "none"
-        blocks.append(f"{problem.label}   (best jnp: {best_jnp})\n" + format_table(
-            ["implementation", "median ms", "speed-up vs numpy", "vs best jnp",
-             "time / jax floor", "correct", ""], rows, align="lrrrrrl"))
-    return "\n\n".join(blocks)
-
-
-HEADLINE = "jaxsearch"  # the drop-in call (sorted_v=None) that tables lead with
+        table = format_table(["implementation", "median ms", "speed-up vs numpy", "vs best jnp",
+                              "time / jax floor", "correct", "note"], rows, align="lrrrrrl")
+        blocks.append(_explained(f"{problem.label}   (best jnp: {best_jnp})", table, notes, ""))
+    names = dict.fromkeys(r.impl for r in results if r.applies)
+    absent = dict.fromkeys(f"{r.impl} ({(r.skipped or '').removeprefix(NOT_APPLICABLE + ': ')})"
+                           for r in results if not r.applies)
+    legend = "\n".join([
+        "Legend, for every block above:",
+        format_legend([
+            ("problem", PROBLEM_TEXT), ("implementation", "what the row times (see Rows)"),
+            ("median ms", MEDIAN_TEXT),
+            ("speed-up vs numpy", f"{_GROUP_TEXT['numpy']} median time / the row's: above 1x, "
+                                  "the row is faster"),
+            ("vs best jnp", f"{_GROUP_TEXT['jnp']} median time / the row's (the method is named "
+                            "above the block)"),
+            ("time / jax floor", "the row's median time / the jax floor's: 1x is as fast as any "
+                                 "search through JAX can be (below 1x only where fixed per-call "
+                                 "costs dominate: small problems)"),
+            ("correct", CORRECT_TEXT), ("note", "why a row has no numbers")]),
+        "Rows:",
+        format_legend([(n, describe(n)) for n in names]),
+        *([textwrap.fill("A block has no row for what does not apply to its problem: "
+                         + ", ".join(absent) + ".", 100)] if absent else []),
+        MARKER_TEXT])
+    return "\n\n".join(blocks + [legend])
 
 
 def short_name(impl: str) -> str:
@@ -686,40 +843,82 @@ def short_name(impl: str) -> str:
     return impl if impl == HEADLINE else impl.removeprefix("jaxsearch ").removeprefix("jnp ")
 
 
+def _vs(group: str) -> str:
+    """The header of the speed-up column over a peer group."""
+    return f"vs {'best jnp' if group == 'jnp' else group}"
+
+
 def bench_table(results: Sequence[Result]) -> str:
     """Two tables, one row per problem: every impl's median ms; then the
-    headline's speed-ups over each peer group and its effective bandwidth."""
-    names = list(dict.fromkeys(r.impl for r in results if r.seconds is not None))
-    groups = [g for g in PEER_GROUPS if any(r.group == g and r.seconds for r in results)]
+    headline's speed-ups over each peer group and its effective bandwidth.
+    Under each, the reasons for its empty cells and a legend of its columns.
+    Every impl that applies to some problem has a column, even one that never
+    ran: its cells say why."""
+    names = list(dict.fromkeys(r.impl for r in results if r.applies))
+    groups = [g for g in PEER_GROUPS if any(r.group == g and r.applies for r in results)]
+    time_notes, ratio_notes = Footnotes(), Footnotes()
     times, ratios = [], []
     for problem, rs in group_by_problem(results).items():
         by_name = {r.impl: r for r in rs}
         refs = problem_summary(rs)
-        head = by_name.get(HEADLINE)
-        bw = bandwidth(head) if head else None
+        # An impl missing from a problem (a partial saved run) stands as untimed.
+        times.append([problem.label] + [
+            time_notes.cell(r.seconds, fmt_ms, r.skipped or "not run")
+            for r in (by_name.get(n) or Result(problem, n, "") for n in names)])
+        head = by_name.get(HEADLINE) or Result(problem, HEADLINE, "jaxsearch")
+        bw = bandwidth(head)
         copy_bw = bandwidth(refs["copy"]) if refs["copy"] else None
-        times.append([problem.label] + [fmt_ms(by_name[n].seconds) if n in by_name else "-"
-                                        for n in names])
-        ratios.append([problem.label] + [fmt_x(ratio(refs[g], head)) for g in groups]
-                      + ["-" if bw is None else f"{bw / 1e9:.2f}",
-                         "-" if bw is None or copy_bw is None else f"{100 * bw / copy_bw:.0f}%",
-                         "yes" if all(r.correct is not False for r in rs) else "NO"])
-    jnp_names = [short_name(n) for n in names if n.startswith("jnp ")]
-    legend = (f"median ms per call; {', '.join(jnp_names)}: jnp.searchsorted methods"
-              if jnp_names else "median ms per call")
+        share = bw / copy_bw if bw is not None and copy_bw is not None else None
+        ratios.append([problem.label] + [
+            ratio_notes.cell(ratio(refs[g], head), fmt_x, why_untimed([head], HEADLINE)
+                             if head.seconds is None
+                             else why_untimed(reference_members(rs, g), g))
+            for g in groups] + [
+            ratio_notes.cell(bw, lambda x: f"{x / 1e9:.2f}", why_no_bandwidth(head)),
+            ratio_notes.cell(share, lambda x: f"{100 * x:.0f}%", why_no_bandwidth(head)
+                             if bw is None else why_untimed(reference_members(rs, "copy"),
+                                                            COPY_NAME)),
+            "yes" if all(r.correct is not False for r in rs) else "NO"])
+    time_legend = format_legend(
+        [("problem", PROBLEM_TEXT), ("cells", MEDIAN_TEXT)]
+        + [(short_name(n), describe(n)) for n in names])
+    ratio_legend = format_legend(
+        [("problem", PROBLEM_TEXT)]
+        + [(_vs(g), f"{_GROUP_TEXT[g]} median time / {HEADLINE}'s: above 1x, {HEADLINE} is "
+                    "faster") for g in groups]
+        + [("GB/s", f"{HEADLINE}'s {BANDWIDTH_TEXT}"), ("% of copy", COPY_SHARE_TEXT),
+           ("copy floor", COPY_TEXT),
+           ("all correct", f"every implementation timed on the problem passed: {CORRECT_TEXT}")])
     return "\n\n".join([
-        legend + "\n" + format_table(["problem"] + [short_name(n) for n in names], times),
-        f"{HEADLINE} (sorted_v=None, the drop-in call): speed-up over the best of each peer, "
-        "effective bandwidth (bytes read and written / time) and its share of a plain copy's\n"
-        + format_table(["problem"] + [f"vs {'best jnp' if g == 'jnp' else g}" for g in groups]
-                       + ["GB/s", "% of copy", "all correct"], ratios)])
+        _explained("Median ms per call, by implementation", format_table(
+            ["problem"] + [short_name(n) for n in names], times), time_notes,
+            f"Legend:\n{time_legend}\n{MARKER_TEXT}"),
+        _explained(f"{HEADLINE} (the drop-in call) against the fastest of each peer, and its "
+                   "effective bandwidth", format_table(
+                       ["problem"] + [_vs(g) for g in groups]
+                       + ["GB/s", "% of copy", "all correct"], ratios), ratio_notes,
+                   f"Legend:\n{ratio_legend}\n{MARKER_TEXT}")])
 
 
 # ---------------------------------------------------------------- JSON and plot
 
 
+JSON_LEGEND = {
+    "problem": PROBLEM_TEXT,
+    "median_s": "median seconds per call, each call blocked on until its result is ready",
+    "skipped": "why the row has no time: not applicable, estimated too slow or too big, "
+               "or the error it raised",
+    "correct": CORRECT_TEXT + "; null: not checked",
+    "speedup_vs": "per peer group, the fastest member's median time / this row's",
+    "time_over_jax_floor": "this row's median time / the jax floor's: " + JAX_FLOOR_TEXT,
+    "bandwidth_GBps": BANDWIDTH_TEXT + "; null where not given, or without a time",
+    "fraction_of_copy_bandwidth": COPY_SHARE_TEXT + "; the copy floor is " + COPY_TEXT,
+}
+
+
 def results_json(results: Sequence[Result], meta: dict[str, Any]) -> dict[str, Any]:
-    """Results with their ratios against each peer group, ready for json.dump."""
+    """Results with their ratios against each peer group, and a legend of the
+    fields, ready for json.dump."""
     rows = []
     for rs in group_by_problem(results).values():
         refs = problem_summary(rs)
@@ -736,14 +935,27 @@ def results_json(results: Sequence[Result], meta: dict[str, Any]) -> dict[str, A
                 "bandwidth_GBps": bw and bw / 1e9,
                 "fraction_of_copy_bandwidth": bw / copy_bw if bw and copy_bw else None,
             })
-    return {"meta": meta, "results": rows}
+    return {"meta": meta, "legend": JSON_LEGEND, "results": rows}
+
+
+def _plot_lines(ax: Any, points: dict[str, dict[float, float | None]],
+                styles: dict[str, dict]) -> None:
+    """One line per impl over every x that any impl has, NaN (a break in the
+    line) where that impl has no value: skipped, failed or not applicable."""
+    xs = sorted({x for pts in points.values() for x in pts})
+    for name, style in styles.items():
+        pts = points.get(name, {})
+        ys = [math.nan if (y := pts.get(x)) is None else y for x in xs]
+        if not all(math.isnan(y) for y in ys):
+            ax.plot(xs, ys, label=name, **style)
 
 
 def _plot_bandwidth(ax: Any, rs: Sequence[Result], styles: dict[str, dict], title: str) -> None:
-    for name, style in styles.items():
-        pts = sorted((r.problem.n, bandwidth(r) / 1e9) for r in rs if r.impl == name)
-        if pts:
-            ax.plot(*zip(*pts), label=name, **style)
+    points: dict[str, dict[float, float | None]] = {}
+    for r in rs:
+        bw = bandwidth(r)
+        points.setdefault(r.impl, {})[r.problem.n] = None if bw is None else bw / 1e9
+    _plot_lines(ax, points, styles)
     ax.set(xscale="log", yscale="log", xlabel="N = M (elements)",
            ylabel="effective bandwidth, GB/s (higher is better)", title=title)
 
@@ -760,10 +972,8 @@ def _speedups(results: Sequence[Result]) -> dict[Problem, dict[str, float]]:
 
 def _plot_skew(ax: Any, rs: Sequence[Result], styles: dict[str, dict], size: int) -> None:
     speedups = _speedups(rs)
-    for name, style in styles.items():
-        pts = sorted((p.n / p.m, s[name]) for p, s in speedups.items() if name in s)
-        if pts:
-            ax.plot(*zip(*pts), label=name, **style)
+    _plot_lines(ax, {name: {p.n / p.m: s.get(name) for p, s in speedups.items()}
+                     for name in styles}, styles)
     ax.axhline(1.0, color="grey", linewidth=1)
     ax.set(xscale="log", yscale="log", xlabel="N / M (keys per needle)",
            ylabel="speed-up over numpy.searchsorted",
@@ -796,13 +1006,22 @@ def results_from_json(data: dict[str, Any]) -> list[Result]:
     return out
 
 
+PLOT_CAPTION = (  # one paragraph each
+    f"GB/s: {BANDWIDTH_TEXT}.",
+    f"Copy floor: {COPY_TEXT}. Jax floor: {JAX_FLOOR_TEXT}.",
+    "Speed-up: numpy.searchsorted's median time / the implementation's. Every search asks for "
+    'side="left". A line breaks where its implementation was skipped, failed or does not '
+    "apply; the JSON says why.")
+
+
 def plot_results(results: Sequence[Result], path: Path) -> Path:
     """Write a PNG: throughput against size per impl, skews, and dtypes.
 
     Panels (those with data): effective bandwidth against N = M for sorted and
     for unsorted float32 needles, with the copy and JAX floors; speed-up over
     numpy against the skew N/M; speed-up over numpy per dtype at the largest
-    balanced size. One legend for all.
+    balanced size. One legend for all, and a caption saying what the words
+    mean. A line breaks where its impl has no point.
 
     Raises:
       ImportError: matplotlib is missing (the `bench` extra).
@@ -820,13 +1039,15 @@ def plot_results(results: Sequence[Result], path: Path) -> Path:
                JAX_FLOOR_NAME: dict(color="black", linestyle=":")}
     styles = {n: styles[n] for n in names}
 
-    balanced = [r for r in timed if r.problem.n == r.problem.m and r.problem.dtype == "float32"]
+    # Lines run over all results, so that they break where a point is missing.
+    balanced = [r for r in results
+                if r.problem.n == r.problem.m and r.problem.dtype == "float32"]
     panels: list[Callable[[Any], None]] = [
         functools.partial(_plot_bandwidth, rs=rs, styles=styles,
                           title=f"float32, {order} needles, N = M")
         for order, rs in (("sorted", [r for r in balanced if r.problem.sorted_v]),
                           ("unsorted", [r for r in balanced if not r.problem.sorted_v])) if rs]
-    skewed = [r for r in timed if r.problem.sorted_v and r.problem.dtype == "float32"]
+    skewed = [r for r in results if r.problem.sorted_v and r.problem.dtype == "float32"]
     skew_sizes = {max(r.problem.n, r.problem.m) for r in skewed if r.problem.n != r.problem.m}
     if skew_sizes:
         size = max(skew_sizes)
@@ -842,7 +1063,12 @@ def plot_results(results: Sequence[Result], path: Path) -> Path:
 
     cols = min(len(panels), 2)
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.8 * rows + 1.2), squeeze=False)
+    caption = "\n".join(textwrap.fill(part, 100 * cols) for part in PLOT_CAPTION)
+    # Inches under the panels: the legend's rows of up to 6 entries, then the caption.
+    legend_h = 0.25 * -(-len(styles) // 6) + 0.1
+    caption_h = 0.16 * (caption.count("\n") + 1) + 0.1
+    height = 4.8 * rows + 0.5 + legend_h + caption_h
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, height), squeeze=False)
     for draw, ax in zip(panels, axes.flat):
         draw(ax)
         ax.grid(True, which="both", alpha=0.3)
@@ -853,11 +1079,12 @@ def plot_results(results: Sequence[Result], path: Path) -> Path:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
     fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 6),
-               fontsize=9, frameon=False)
+               fontsize=9, frameon=False, bbox_to_anchor=(0.5, caption_h / height))
+    fig.text(0.01, 0.01, caption, fontsize=8, va="bottom", ha="left")
     meta = machine_info()
     fig.suptitle(f"jaxsearch vs peers: {meta['backend']} ({meta['cpu_model']}, {meta['cores']} "
                  f"cores), jax {meta['jax']}; medians", fontsize=12)
-    fig.tight_layout(rect=(0, 0.07 if rows > 1 else 0.12, 1, 1))
+    fig.tight_layout(rect=(0, (legend_h + caption_h) / height, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -895,7 +1122,8 @@ def main_job(*, scale: float = 1.0, repeats: int = 5, budget_s: float = 1.0,
              jnp_impl("scan"), jnp_impl("sort"), jnp_impl("compare_all"), numpy_impl(),
              copy_impl(), jax_floor_impl()]
     # sorted_v=False is for unsorted needles: on sorted ones it says nothing new.
-    impls[2] = dataclasses.replace(impls[2], applies=lambda p: not p.sorted_v)
+    impls[2] = dataclasses.replace(impls[2], applies=lambda p: not p.sorted_v,
+                                   needs="unsorted needles")
     progress = Progress(len(problems), "jaxsearch")
     results = run_suite(problems, impls, repeats=repeats, budget_s=budget_s,
                         max_call_s=max_call_s, progress=progress)

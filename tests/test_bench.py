@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 import time
 
 import numpy as np
@@ -80,7 +81,10 @@ def test_progress_without_a_terminal_prints_tenths():
     assert len(lines) == 10 and lines[-1].startswith("job [####") and "20/20" in lines[-1]
 
 
-def tiny_suite():
+@pytest.fixture(scope="module")
+def suite():
+    """A real run of every kind of result: right, wrong, raising, skipped as too
+    slow, not applicable; on a balanced and on a skewed (N > M) problem."""
     wrong = _bench.Impl("wrong", "numpy", lambda x: lambda: np.zeros(x.v.shape, np.int64))
     broken = _bench.Impl("broken", "jnp", lambda x: 1 / 0)
     costly = _bench.Impl("costly", "jnp", lambda x: lambda: None,
@@ -92,34 +96,167 @@ def tiny_suite():
     return _bench.run_suite(problems, impls, repeats=2, budget_s=0.0)
 
 
-def test_run_suite_checks_skips_and_reports():
-    results = tiny_suite()
-    by = {(r.problem.sorted_v, r.impl): r for r in results}
+BALANCED, SKEWED = "N=300 M=300 float32 sorted", "N=300 M=20 float32 unsorted"
+
+
+def test_run_suite_checks_skips_and_reports(suite):
+    by = {(r.problem.sorted_v, r.impl): r for r in suite}
     assert by[True, "jaxsearch"].correct and by[True, "numpy"].correct
     assert by[True, "jnp scan"].correct and by[False, "jaxsearch"].correct
-    assert (False, "jaxsearch sorted_v=True") not in by  # sorted needles only
-    assert (False, _bench.JAX_FLOOR_NAME) not in by  # N == M only
+    not_sorted = by[False, "jaxsearch sorted_v=True"]
+    assert not_sorted.skipped == "not applicable: needs sorted needles"
+    assert not not_sorted.applies and not_sorted.seconds is None
+    assert by[False, _bench.JAX_FLOOR_NAME].skipped == "not applicable: needs N == M"
     assert by[True, "wrong"].correct is False
     assert by[True, "broken"].skipped.startswith("error: ZeroDivisionError")
-    assert by[True, "costly"].skipped.startswith("est.")
+    assert by[True, "costly"].skipped.startswith("est.") and by[True, "costly"].applies
     assert by[True, _bench.COPY_NAME].correct is None and by[True, _bench.COPY_NAME].seconds
 
-    table = _bench.main_job_table(results)
-    assert "N=300 M=300 float32 sorted" in table and "NO" in table and "skipped: est." in table
-    refs = _bench.problem_summary([r for r in results if r.problem.sorted_v])
+    refs = _bench.problem_summary([r for r in suite if r.problem.sorted_v])
     assert refs["jnp"].impl == "jnp scan" and refs["floor"].impl == _bench.JAX_FLOOR_NAME
+    assert _bench.problem_summary([r for r in suite if not r.problem.sorted_v])["floor"] is None
 
 
-def test_json_round_trip():
-    results = tiny_suite()
-    data = json.loads(json.dumps(_bench.results_json(results, {"test": True})))
+def table_row(text, title, label):
+    """Row `label` of the table under the line starting with `title`: {header: cell}."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    headers = re.split(r"\s{2,}", lines[start + 1].strip())
+    line = next(line for line in lines[start + 3:] if line.startswith(label + "  "))
+    cells = re.split(r"\s{2,}", line.strip())
+    assert len(cells) <= len(headers), line  # fewer: blank cells at the end
+    return dict(zip(headers, cells))
+
+
+def footnote(text, title, cell):
+    """The reason given under the table titled `title` for an empty `cell` ("-[2]")."""
+    marker = re.fullmatch(r"-(\[\d+\])", cell).group(1)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    return next(line for line in lines[start:] if line.startswith(marker + " "))[
+        len(marker) + 1:]
+
+
+def legend_terms(legend):
+    """The terms a legend explains (each at the start of an indented line)."""
+    return set(re.findall(r"^  (\S.*?)(?:  |$)", legend, re.M))
+
+
+def test_main_job_table_explains_every_column_and_empty_cell(suite):
+    table = _bench.main_job_table(suite)
+    blocks, legend = table.split("Legend")
+    # No jax floor on a skewed problem, and the cell says why.
+    cell = table_row(table, SKEWED, "jaxsearch")["time / jax floor"]
+    assert footnote(table, SKEWED, cell) == "jax floor: not applicable: needs N == M"
+    assert table_row(table, BALANCED, "jaxsearch")["time / jax floor"].endswith("x")
+    assert "skipped: est. 1e+09 s/call > 2 s" in table  # a row that never ran says why
+    skewed_block = blocks.split(SKEWED)[1]
+    assert "jnp scan" in skewed_block and "jaxsearch sorted_v=True" not in skewed_block
+
+    headers = re.split(r"\s{2,}", blocks.splitlines()[1].strip())
+    rows = {r.impl for r in suite if r.applies}
+    assert legend_terms(legend) >= set(headers) | rows | {"problem"}, legend_terms(legend)
+    for text in ("(v > a).astype(int32)", "writing M int32", "least any search through JAX",
+                 "numpy copy of the bytes of a and v into a fresh buffer",
+                 'numpy.searchsorted(a, v, side="left")', 'side="left"', "the dtype"):
+        assert text in " ".join(legend.split()), text
+
+
+def test_bench_table_explains_every_column_and_empty_cell(suite):
+    text = _bench.bench_table(suite)
+    times_title, ratios_title = "Median ms per call", "jaxsearch (the drop-in call)"
+    times, ratios = text.split(ratios_title)
+
+    # A cell left out says why: too slow, raised, not applicable.
+    balanced = table_row(text, times_title, BALANCED)
+    assert footnote(text, times_title, balanced["costly"]) == "est. 1e+09 s/call > 2 s"
+    assert footnote(text, times_title, balanced["broken"]).startswith(
+        "error: ZeroDivisionError")
+    skewed = table_row(text, times_title, SKEWED)
+    assert footnote(text, times_title, skewed["sorted_v=True"]) == \
+        "not applicable: needs sorted needles"
+    assert footnote(text, times_title, skewed["jax floor"]) == "not applicable: needs N == M"
+
+    # Bandwidth only where the search must read all of a: not with N > M.
+    balanced = table_row(text, ratios_title, BALANCED)
+    assert float(balanced["GB/s"]) > 0 and re.fullmatch(r"\d+%", balanced["% of copy"])
+    skewed = table_row(text, ratios_title, SKEWED)
+    assert skewed["vs numpy"].endswith("x")
+    assert skewed["% of copy"] == skewed["GB/s"]
+    assert footnote(text, ratios_title, skewed["GB/s"]).startswith(
+        "N > M: a search need not read all of a")
+
+    # Each table's legend names its every column and says what the words mean.
+    musts = {times: ("(v > a).astype(int32)", "numpy copy of the bytes of a and v", 'side="left"'),
+             ratios: ("N <= M", "M*log2(N)", "over the copy floor's",
+                      "numpy copy of the bytes of a and v",
+                      'numpy.searchsorted(a, v, side="left")')}
+    for part, words in musts.items():
+        table, legend = part.split("Legend:")
+        headers = re.split(r"\s{2,}", table.strip().splitlines()[1])  # under the title
+        assert legend_terms(legend) >= set(headers), (headers, legend_terms(legend))
+        assert all(w in " ".join(legend.split()) for w in words)
+
+
+def test_json_round_trip(suite):
+    data = json.loads(json.dumps(_bench.results_json(suite, {"test": True})))
     row = next(r for r in data["results"] if r["impl"] == "jaxsearch" and r["problem"]["n"] == 300
                and r["problem"]["m"] == 300)
     assert row["correct"] is True and row["speedup_vs"]["numpy"] > 0
     assert row["bandwidth_GBps"] > 0 and row["fraction_of_copy_bandwidth"] > 0
+    skewed = next(r for r in data["results"] if r["impl"] == "jaxsearch"
+                  and r["problem"]["m"] == 20)
+    assert skewed["speedup_vs"]["numpy"] > 0
+    assert skewed["bandwidth_GBps"] is None and skewed["fraction_of_copy_bandwidth"] is None
+    assert "N <= M" in data["legend"]["bandwidth_GBps"]
     again = _bench.results_from_json(data)
     assert [(r.impl, r.seconds, r.correct, r.skipped) for r in again] == \
-        [(r.impl, r.seconds, r.correct, r.skipped) for r in results]
+        [(r.impl, r.seconds, r.correct, r.skipped) for r in suite]
+
+
+def result(n, m, impl, seconds, group="jnp"):
+    """A result as a run records it: timed, or skipped (seconds None)."""
+    if seconds is None:
+        return _bench.Result(_bench.Problem(n, m), impl, group, skipped="est. 9 s/call > 1 s")
+    return _bench.Result(_bench.Problem(n, m), impl, group,
+                         _bench.Timing(seconds, (seconds,), 1, seconds))
+
+
+@pytest.fixture
+def axes():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    yield ax
+    plt.close(fig)
+
+
+def test_plot_bandwidth_breaks_lines_at_missing_sizes(axes):
+    sizes = (10, 100, 1000)
+    rs = [result(n, n, "numpy", 1e-6 * n, "numpy") for n in sizes]
+    rs += [result(n, n, "jnp scan", None if n == 100 else 1e-7 * n) for n in sizes]  # skipped
+    rs += [result(n, n, "jnp sort", 1e-7 * n) for n in sizes[:2]]  # no result at 1000
+    _bench._plot_bandwidth(axes, rs, {"numpy": {}, "jnp scan": {}, "jnp sort": {}}, "t")
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert all(list(line.get_xdata()) == list(sizes) for line in lines.values())
+    assert np.isfinite(lines["numpy"].get_ydata()).all()
+    assert np.isnan(lines["jnp scan"].get_ydata()).tolist() == [False, True, False]
+    assert np.isnan(lines["jnp sort"].get_ydata()).tolist() == [False, False, True]
+
+
+def test_plot_skew_breaks_lines_at_missing_ratios(axes):
+    shapes = ((10, 1000), (1000, 1000), (1000, 10))
+    rs = [result(n, m, "numpy", 1e-3, "numpy") for n, m in shapes]
+    rs += [result(n, m, "jaxsearch", 1e-4, "jaxsearch") for n, m in shapes]
+    rs += [result(n, m, "jnp scan", None if n == m else 1e-2) for n, m in shapes]
+    _bench._plot_skew(axes, rs, {"numpy": {}, "jaxsearch": {}, "jnp scan": {}}, 1000)
+    lines = {line.get_label(): line for line in axes.get_lines() if line.get_label() in
+             ("jaxsearch", "jnp scan")}
+    assert list(lines["jnp scan"].get_xdata()) == [0.01, 1.0, 100.0]
+    assert np.isnan(lines["jnp scan"].get_ydata()).tolist() == [False, True, False]
+    assert np.allclose(lines["jaxsearch"].get_ydata(), 10.0)
 
 
 def test_bench_grid_problems():
@@ -138,13 +275,16 @@ def test_bench_quick_writes_json_png_and_table(tmp_path, capsys, monkeypatch):
                  "--skew-size", "100", "--skew-ratios", "0.1,10", "--repeats", "1",
                  "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "median ms per call" in out and "vs best jnp" in out and "% of copy" in out
+    assert "Median ms per call" in out and "vs best jnp" in out and "% of copy" in out
+    assert out.count("Legend:") == 2 and "N > M: a search need not read all of a" in out
     kind = _tuning.device_kind()
     data = json.loads((tmp_path / f"bench_{kind}.json").read_text())
     assert data["meta"]["grid"]["sizes"] == [100] and data["meta"]["cores"] >= 1
     assert {(r["problem"]["n"], r["problem"]["m"]) for r in data["results"]} == \
         {(100, 100), (10, 100), (100, 10)}
     assert all(r["correct"] is not False for r in data["results"])
+    assert all((r["bandwidth_GBps"] is None) == (r["problem"]["n"] > r["problem"]["m"])
+               for r in data["results"] if r["impl"] == "jaxsearch")
     impls = {r["impl"] for r in data["results"]}
     assert {"jaxsearch", "numpy", "jnp scan", _bench.COPY_NAME} <= impls
     png = tmp_path / f"bench_{kind}.png"

@@ -1,13 +1,14 @@
 """The command lines, run as a user runs them (subprocesses; no timing asserts)."""
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
 from processes import run_python
 
-from jaxsearch import _tuning
-from jaxsearch.__main__ import parse_count, parse_counts, parse_dtypes, parse_ratios
+from jaxsearch import _cpu, _tuning
+from jaxsearch.__main__ import info_report, parse_count, parse_counts, parse_dtypes, parse_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +26,9 @@ def test_main_job(tmp_path):
                    "correct", "jaxsearch sorted_v=True", "jnp compare_all", "copy floor"):
         assert header in done.stdout, header
     assert done.stdout.count("(best jnp:") == 5 and "NO" not in done.stdout
+    # Explained: a legend under the blocks, and why the skewed ones have no jax floor.
+    assert "Legend, for every block above:" in done.stdout
+    assert done.stdout.count("[1] jax floor: not applicable: needs N == M") == 2
     assert "jaxsearch [" in done.stderr  # the progress bar
 
 
@@ -33,13 +37,32 @@ def test_info(tmp_path, monkeypatch):
                tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    for text in ("platform:", "cython", "pallas", "xla", "CpuConfig(", "CPU threads:",
+    for text in ("platform:", "cython", "pallas", "xla", "bisect_ratio", "CPU threads:",
                  "N=1e7, M=1e3, int64", str(tmp_path / "cache" / "cpu" / "searchsorted.json"),
                  str(_tuning.cache_file(_tuning.SHIPPED_DIR, "cpu"))):
         assert text in out, text
     # No user cache here: the shipped cache answers if it covers int64, else the defaults.
     monkeypatch.setenv(_tuning.TUNING_DIR_ENV, str(tmp_path / "cache"))
     assert f"from {_tuning.resolve_cpu_config(10**7, 10**3, 'int64')[1]}\n" in out
+    assert not re.search(r"\d\.\d{6}", out)  # no float reprs
+
+
+def test_info_report_says_what_each_config_field_means():
+    config = _tuning.CpuConfig(bisect_ratio=5.656854249492381, runs_ratio=724.0773439350247,
+                               threads=0, min_parallel=31623)
+    with _tuning.use_cpu_config(config):
+        out = info_report(10**7, 10**3, "float32")
+    assert not re.search(r"\d\.\d{6}", out) and "CpuConfig(" not in out
+    assert "  CPU config:    from use_cpu_config\n" in out
+    lines = [line.split(None, 2) for line in out.splitlines()]
+    fields = {line[0]: line[1:] for line in lines if len(line) == 3}
+    assert fields["bisect_ratio"] == ["5.66", "lock-step binary search (bisect) of sorted "
+                                      "needles when N/M > 5.66"]
+    assert fields["runs_ratio"][0] == "724" and "M/N > 724" in fields["runs_ratio"][1]
+    assert fields["threads"] == ["0", f"all available cores ({_cpu.available_cores()} here)"]
+    assert fields["min_parallel"][0] == "31623"
+    with _tuning.use_cpu_config(_tuning.CpuConfig(threads=3)):
+        assert "at most 3 threads per call" in info_report(10**7, 10**3, "float32")
 
 
 def test_bench_cli_writes_files(tmp_path):
