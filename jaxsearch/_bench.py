@@ -737,8 +737,9 @@ _GROUP_TEXT = {"numpy": "numpy.searchsorted's",
                "jnp": "the fastest jnp.searchsorted method's",
                "torch": "torch.searchsorted's", "cupy": "cupy.searchsorted's"}
 _DESCRIPTIONS = {
-    HEADLINE: "jaxsearch.searchsorted(a, v), the drop-in call (sorted_v=None: it checks whether "
-              "v is sorted, then merges or binary-searches)",
+    HEADLINE: "jaxsearch.searchsorted(a, v), the drop-in call (sorted_v=None: it merges, "
+              "checking the needles' order as it goes, and binary-searches from the first "
+              "needle out of order)",
     "jaxsearch sorted_v=True": "jaxsearch.searchsorted told that v is sorted (sorted_v=True)",
     "jaxsearch sorted_v=False": "jaxsearch.searchsorted told that v may be unsorted "
                                 "(sorted_v=False): a binary search per needle",
