@@ -18,14 +18,14 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
-from search_kernels cimport (key_t, idx_t, side_t, LeftSide, RightSide, non_nan_prefix,
-                             is_sorted, merge_kernel, runs_kernel, bisect_kernel)
+from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
+                             Checked, is_nan, non_nan_prefix, merge_kernel, runs_kernel, bisect_kernel)
 
 # `order`: what is known of the needles' order.
 cdef enum:
     ORDER_ANY = 0       # no promise: binary search
     ORDER_SORTED = 1    # the caller promised sorted needles
-    ORDER_CHECK = 2     # check each part, merge where sorted
+    ORDER_CHECK = 2     # each part checks its needles as it merges them
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -93,26 +93,37 @@ cdef struct Job:
     int kernel
 
 
+cdef bint search_sorted(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
+                       Py_ssize_t m, idx_t* out, int kernel, const side_t* side,
+                       const trust_t* trust) noexcept nogil:
+    """Sorted needles by the merge or runs kernel, their NaN tail split off
+    like a's. Returns False when a checking kernel found them out of order."""
+    cdef Py_ssize_t nv = non_nan_prefix(v, m), j
+    cdef bint tail_ok = True
+    for j in range(nv, m):
+        out[j] = <idx_t>(n if side_t is RightSide else na)
+        if trust_t is Checked:
+            tail_ok &= is_nan(v[j])
+    if not tail_ok:
+        return False
+    if kernel == KERNEL_MERGE:
+        return merge_kernel(a, na, v, nv, out, side, trust)
+    return runs_kernel(a, na, v, nv, out, side, trust)
+
+
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                        idx_t* out, const Job* job, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`. Each part checks its
     own needles, so parts of one row may take different kernels."""
     cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef Py_ssize_t nv = m, j
-    cdef int kernel = job.kernel
-    if job.order == ORDER_ANY or (job.order == ORDER_CHECK and not is_sorted(v, m)):
-        kernel = KERNEL_BISECT
-    if kernel != KERNEL_BISECT:
-        # Sorted needles: their NaN tail is split off like a's.
-        nv = non_nan_prefix(v, m)
-        for j in range(nv, m):
-            out[j] = <idx_t>(n if side_t is RightSide else na)
-    if kernel == KERNEL_MERGE:
-        merge_kernel(a, na, v, nv, out, side)
-    elif kernel == KERNEL_RUNS:
-        runs_kernel(a, na, v, nv, out, side)
-    else:
-        bisect_kernel(a, na, n, v, nv, out, side)
+    cdef int kernel = KERNEL_BISECT if job.order == ORDER_ANY else job.kernel
+    # Binary search answers any needles, so it needs no check.
+    if kernel == KERNEL_BISECT:
+        bisect_kernel(a, na, n, v, m, out, side)
+    elif job.order == ORDER_SORTED:
+        search_sorted(a, na, n, v, m, out, kernel, side, <const Trusted*>NULL)
+    elif not search_sorted(a, na, n, v, m, out, kernel, side, <const Checked*>NULL):
+        bisect_kernel(a, na, n, v, m, out, side)
 
 
 cdef void run_typed(const Job* job, long part, const key_t* a, const key_t* v,

@@ -42,6 +42,20 @@ ctypedef fused side_t:
     LeftSide
     RightSide
 
+# Whether a kernel for sorted needles trusts their order (sorted_v=True) or
+# checks it as it goes (sorted_v=None), also a type for the same reason. A
+# checking kernel reads each needle once, in the pass that answers it, and
+# gives up at the first needle out of order (its caller then binary-searches
+# the part): a separate check first read `v` twice, up to 1.5x slower.
+cdef struct Trusted:
+    char unused
+cdef struct Checked:
+    char unused
+
+ctypedef fused trust_t:
+    Trusted
+    Checked
+
 cdef enum:
     # Needles searched in lock-step by the binary search, for memory parallelism
     # (16 measured fastest on x86-64 from N = 1e3 to 1e7: 8 and 12 leave
@@ -52,6 +66,9 @@ cdef enum:
     # and int32): 4 and 8 were 3-20% slower, 5 and 7 within 5%; more chains
     # than registers spill the chain state.
     CHAINS = 6
+    # Steps a checking merge takes between looks at its verdict: unsorted
+    # needles are given up on after at most this many steps per chain.
+    CHECK_STEPS = 256
 
 
 cdef inline bint is_nan(key_t x) noexcept nogil:
@@ -108,22 +125,17 @@ cdef inline Py_ssize_t gallop_before(const key_t* p, Py_ssize_t lo, Py_ssize_t h
     return count_before(p, lo, min(lo + step - 1, hi), x, right)
 
 
-cdef inline bint is_sorted(const key_t* v, Py_ssize_t m) noexcept nogil:
-    """Whether v is sorted in the total order (NaN last, -0.0 == 0.0)."""
-    cdef Py_ssize_t j, start, stop
-    cdef bint bad
-    # Blocks keep the inner loop branch-free (vectorised) yet stop early.
-    for start in range(0, m - 1, 1024):
-        stop = min(start + 1024, m - 1)
-        bad = False
-        for j in range(start, stop):
-            bad |= (v[j + 1] < v[j]) | (is_nan(v[j]) & (not is_nan(v[j + 1])))
-        if bad:
-            return False
-    return True
+cdef inline bint in_order(const key_t* v, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """Whether v[t - 1] <= v[t] for every t in [start, stop); false at any NaN.
+    Branch-free, so it vectorises."""
+    cdef Py_ssize_t t
+    cdef bint ok = True
+    for t in range(start, stop):
+        ok &= v[t - 1] <= v[t]
+    return ok
 
 
-cdef inline bint merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
+cdef inline void merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
                             idx_t* out, Py_ssize_t* i, Py_ssize_t* j,
                             bint right) noexcept nogil:
     """One step of a merge: either a[i] is counted for v[j] (i advances) or
@@ -135,59 +147,104 @@ cdef inline bint merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
     j[0] += not take_a
 
 
-cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
-                              Py_ssize_t m, idx_t* out, const side_t* side) noexcept nogil:
+cdef inline bint merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
+                              Py_ssize_t m, idx_t* out, const side_t* side,
+                              const trust_t* trust) noexcept nogil:
     """Sorted, NaN-free needles: CHAINS interleaved branch-free merges over
     equal chunks of v, each chunk starting where binary search puts its first
-    needle."""
+    needle. Returns False when checking found needles out of order (the
+    answers are then incomplete)."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t chunk = m // CHAINS, k, steps, t
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t end[CHAINS]
+    # Checking: needles before checked[k] are known to be in order. Each chunk
+    # only needs to be sorted within itself; its first needle only not NaN.
+    cdef Py_ssize_t checked[CHAINS]
     if na == 0:
         for k in range(m):
             out[k] = 0
-        return
+        return True
     for k in range(CHAINS):
         j[k] = k * chunk
         end[k] = m if k == CHAINS - 1 else (k + 1) * chunk
         i[k] = count_before(a, 0, na, v[j[k]], right) if j[k] < end[k] else na
+        if trust_t is Checked:
+            if j[k] < end[k] and is_nan(v[j[k]]):
+                return False
+            checked[k] = j[k] + 1
     # The chains advance in lock-step: independent dependency chains that the
     # core overlaps. A step moves j by at most one, so no chain can finish
-    # within `steps` steps and the inner loop needs no test per step.
+    # within `steps` steps and the inner loop needs no test per step. A
+    # checking merge first checks, in a vectorised pass, the needles the next
+    # CHECK_STEPS steps can reach (they are then in L1 for the merge).
     while True:
         steps = end[0] - j[0]
         for k in range(1, CHAINS):
             steps = min(steps, end[k] - j[k])
+        if trust_t is Checked:
+            steps = min(steps, CHECK_STEPS)
         if steps == 0:
             break
+        if trust_t is Checked:
+            for k in range(CHAINS):
+                if not in_order(v, checked[k], j[k] + steps):
+                    return False
+                checked[k] = j[k] + steps
         for t in range(steps):
             for k in range(CHAINS):
                 merge_step(a, na, v, out, &i[k], &j[k], right)
     for k in range(CHAINS):
+        if trust_t is Checked:
+            if not in_order(v, checked[k], end[k]):
+                return False
         while j[k] < end[k]:
             merge_step(a, na, v, out, &i[k], &j[k], right)
+    return True
 
 
-cdef inline void runs_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
-                             Py_ssize_t m, idx_t* out, const side_t* side) noexcept nogil:
+cdef inline bint fill_run(const key_t* a, Py_ssize_t na, const key_t* v,
+                          Py_ssize_t start, Py_ssize_t stop, Py_ssize_t i, idx_t* out,
+                          bint right, const trust_t* trust) noexcept nogil:
+    """out[start:stop] = i. A checking fill also reads each needle and returns
+    whether i is really its answer: a[i - 1] counted for it (unless i == 0),
+    a[i] not (unless i == na), and not NaN. Branch-free, so it vectorises."""
+    cdef Py_ssize_t k
+    cdef bint ok = True
+    cdef bint has_lo = i > 0, has_hi = i < na
+    cdef key_t lo_key = a[i - 1] if has_lo else 0
+    cdef key_t hi_key = a[i] if has_hi else 0
+    cdef key_t x
+    for k in range(start, stop):
+        out[k] = <idx_t>i
+        if trust_t is Checked:
+            x = v[k]
+            ok &= ((not has_lo) | before(lo_key, x, right)) \
+                & ((not has_hi) | (not before(hi_key, x, right))) & (not is_nan(x))
+    return ok
+
+
+cdef inline bint runs_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
+                             Py_ssize_t m, idx_t* out, const side_t* side,
+                             const trust_t* trust) noexcept nogil:
     """Sorted, NaN-free needles, many per a-element: fill the run of needles
-    whose answer is i, for each i, galloping through v to the run's end."""
+    whose answer is i, for each i, galloping through v to the run's end.
+    Returns False when checking found a needle whose answer is not its run's
+    (the answers are then incomplete)."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t i, j = 0, stop, k
+    cdef Py_ssize_t i, j = 0, stop
     # Needles before the first a-element counted for v[0] are skipped at once.
     i = count_before(a, 0, na, v[0], right) if m > 0 else na
     while i < na and j < m:
         # v[k] has answer <= i iff a[i] is not counted for it, that is iff
         # v[k] is counted for a[i] with the other side.
         stop = gallop_before(v, j, m, a[i], not right)
-        for k in range(j, stop):
-            out[k] = <idx_t>i
+        if not fill_run(a, na, v, j, stop, i, out, right, trust):
+            return False
         j = stop
         i += 1
-    for k in range(j, m):
-        out[k] = <idx_t>na
+    return fill_run(a, na, v, j, m, na, out, right, trust)
 
 
 cdef inline void bisect_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n,

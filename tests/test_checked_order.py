@@ -1,0 +1,96 @@
+"""The default call (sorted_v=None) on needles that are almost sorted.
+
+On CPU the merge and runs kernels check the needles' order as they answer
+them and hand the part to binary search at the first needle out of order.
+These cases put that needle everywhere the check could miss it: first, last,
+at a chain's start and end, after the first blocks, as a NaN inside, and as a
+non-NaN after the NaN tail.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from keys import sort_keys
+
+import jaxsearch
+from jaxsearch import _cpu
+
+CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+                                                  "threads", "grain"))
+M = 3000  # > the merge's chains x its check block: several blocks per chain
+
+
+def broken_needles(rng: np.random.Generator, dtype: str) -> dict[str, np.ndarray]:
+    """Sorted needles, each case with one defect."""
+    base = sort_keys((rng.standard_normal(M) * 50).astype(dtype))
+    chunk = M // 6  # the merge's chunks: one per interleaved chain
+
+    def swapped(i: int, j: int) -> np.ndarray:
+        v = base.copy()
+        v[i], v[j] = base[j] + 1, base[i] - 1  # strictly out of order, not a tie
+        return v
+
+    cases = {
+        "first pair": swapped(0, 1),
+        "last pair": swapped(M - 2, M - 1),
+        "across chunks": swapped(chunk - 1, chunk),
+        "inside the last chunk, late": swapped(M - 40, M - 39),
+        "after the first check block": swapped(chunk + 300, chunk + 301),
+        "one far needle": np.concatenate([base[:M // 2], base[-1:] + 5, base[M // 2 + 1:]]),
+        "reversed": base[::-1].copy(),
+    }
+    if np.issubdtype(base.dtype, np.floating):
+        nan_inside = base.copy()
+        nan_inside[M // 3] = np.nan
+        nan_first = base.copy()
+        nan_first[0] = np.nan
+        value_in_tail = base.copy()
+        value_in_tail[-10:] = np.nan
+        value_in_tail[-3] = 0.0
+        cases |= {"NaN inside": nan_inside, "NaN first": nan_first,
+                  "a value in the NaN tail": value_in_tail}
+    return cases
+
+
+@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("n", [1, 40, 1000, 100_000])
+@pytest.mark.parametrize("threads, grain", [(1, 1 << 16), (2, 500)])
+def test_checking_kernels_answer_exactly(kernel, dtype, n, threads, grain):
+    rng = np.random.default_rng(n)
+    a = sort_keys((rng.standard_normal(n) * 50).astype(dtype))
+    for name, v in broken_needles(rng, dtype).items():
+        for side in ("left", "right"):
+            got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="check",
+                             kernel=kernel, out_dtype=np.dtype(np.int32), threads=threads,
+                             grain=grain)
+            np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side),
+                                          err_msg=f"{name}, side={side}")
+
+
+def test_chunks_sorted_only_within_themselves():
+    """Each chain starts with a binary search, so chunks out of order with each
+    other still merge exactly; the answer must not depend on which path ran."""
+    rng = np.random.default_rng(3)
+    a = np.sort(rng.standard_normal(5000)).astype(np.float32)
+    chunks = np.sort(rng.standard_normal((6, 500)), axis=1).astype(np.float32)
+    v = chunks[::-1].reshape(-1)
+    for side in ("left", "right"):
+        got = jaxsearch.searchsorted(a, v, side)
+        np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side))
+
+
+@pytest.mark.parametrize("n, m", [(10, 20_000), (20_000, 20_000), (20_000, 50)])
+def test_default_call_on_each_kernels_regime(n, m):
+    """Through the public call, where the tuned thresholds pick the kernel:
+    sorted, then unsorted from the middle on."""
+    rng = np.random.default_rng(4)
+    a = np.sort(rng.standard_normal(n)).astype(np.float32)
+    v = np.sort(rng.standard_normal(m)).astype(np.float32)
+    tail_shuffled = np.concatenate([v[:m // 2], rng.permutation(v[m // 2:])])
+    for needles in (v, tail_shuffled):
+        got = jaxsearch.searchsorted(a, needles)
+        np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, needles))
