@@ -65,7 +65,9 @@ def searchsorted(
     Raises:
       ValueError: `a` is not 1-D, or an unknown side, method or
         implementation, or an implementation that cannot run here.
-      TypeError: `sorted_v` is not a bool or None, or an input is not an array.
+      TypeError: `sorted_v` is not a bool or None, or `a`, `v` or `sorter`
+        is not a numeric array or scalar (None, a string, a list...), as
+        jnp.searchsorted raises.
 
     Example:
       >>> import jax.numpy as jnp, jaxsearch
@@ -88,11 +90,11 @@ def searchsorted(
         if not ok:
             raise ValueError(f"implementation={implementation!r} cannot run here: {reason}")
     for name, x in (("a", a), ("v", v), ("sorter", sorter)):
-        if x is not None and not _is_arraylike(x):
-            raise TypeError(f"searchsorted: {name} must be an array or a scalar, "
-                            f"got {type(x).__name__}")
-    if np.ndim(a) != 1:
-        raise ValueError(f"a must be 1-dimensional, got shape {np.shape(a)}")
+        if name != "sorter" or x is not None:
+            _check_arraylike(name, x)
+    a_shape = np.shape(a)
+    if len(a_shape) != 1:
+        raise ValueError(f"a must be 1-dimensional, got shape {a_shape}")
 
     if method is not None or implementation == "xla":
         return jnp.searchsorted(a, v, side=side, sorter=sorter, method=method or "scan")
@@ -101,17 +103,32 @@ def searchsorted(
                          f"the default backend is {jax.default_backend()!r}")
     order = {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
                                                         else bool(sorted_v)]
-    return _searchsorted(a, v, sorter, side=side, order=order,
-                         implementation=implementation)
+    # This thread's use_cpu_config override is a static argument, so jit keeps
+    # one compilation per override and a call never runs with another thread's
+    # (the tuning cache answers when there is none, at trace time).
+    return _searchsorted(a, v, sorter, side=side, order=order, implementation=implementation,
+                         cpu_override=_tuning.cpu_config_override())
 
 
-def _is_arraylike(x: object) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)) or \
-        hasattr(x, "__jax_array__")
+def _check_arraylike(name: str, x: object) -> None:
+    """TypeError, as jnp raises, unless `x` is an array or a scalar of a
+    numeric dtype JAX takes."""
+    if isinstance(x, (jax.Array, bool, int, float, complex)) or hasattr(x, "__jax_array__"):
+        return
+    if isinstance(x, (np.ndarray, np.generic)):
+        try:
+            jnp.result_type(x)
+            return
+        except (TypeError, ValueError):  # strings, objects, datetimes
+            pass
+    dtype = getattr(x, "dtype", None)
+    raise TypeError(f"searchsorted: {name} must be a numeric array or scalar, got "
+                    f"{type(x).__name__}{'' if dtype is None else f' of dtype {dtype}'}")
 
 
-@functools.partial(jax.jit, static_argnames=("side", "order", "implementation"))
-def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | None):
+@functools.partial(jax.jit, static_argnames=("side", "order", "implementation", "cpu_override"))
+def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | None,
+                  cpu_override: _tuning.CpuConfig | None):
     dtype = jnp.result_type(a, v)
     a = jnp.asarray(a, dtype)
     v = jnp.asarray(v, dtype)
@@ -134,9 +151,10 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
                           implementation=implementation,
                           interpret=jax.default_backend() == "cpu")
     else:
-        config = _tuning.cpu_config(n, m, dtype)
+        cpu_config, _ = _tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
         out = _primitive.searchsorted(
             a, v_flat, side=side, order=order, out_dtype=out_dtype,
-            cpu_kernel=_tuning.choose_cpu_kernel(n, m, config),
-            cpu_threads=config.threads or _cpu.available_cores(), cpu_grain=config.min_parallel)
+            cpu_kernel=_tuning.choose_cpu_kernel(n, m, cpu_config),
+            cpu_threads=cpu_config.max_threads(_cpu.available_cores()),
+            cpu_grain=cpu_config.min_parallel)
     return out.reshape(v.shape)

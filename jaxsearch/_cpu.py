@@ -30,6 +30,9 @@ if UNAVAILABLE_REASON is not None:
 AVAILABLE = UNAVAILABLE_REASON is None
 ORDERS = ("any", "sorted", "check")
 KERNELS = ("merge", "runs", "bisect")
+# The FFI handler's limit on the threads of one call: it rejects a call that
+# asks for more (cpu_ext/_cpu_ext.pyx), so a host with more cores uses this many.
+MAX_THREADS = 1024
 
 # The Cython kernels' key types; other real dtypes are converted first.
 NATIVE_KEY_DTYPES = frozenset(np.dtype(t) for t in (
@@ -59,7 +62,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
       threads: at most this many threads (the caller and tasks on XLA's CPU
-        thread pool) work on the call.
+        thread pool) work on the call; in [1, MAX_THREADS].
       grain: the needles are cut into parts of at least this many (a row with
         fewer is one part), which the threads claim one at a time.
 

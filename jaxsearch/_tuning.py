@@ -13,6 +13,10 @@ and writes them to a JSON cache. A lookup takes the first of:
    own ``default_*_config`` functions, signalled by :func:`gpu_config` or
    :func:`tuned_gpu_config` returning None).
 
+An entry that is malformed or out of range (a CPU config that
+:class:`CpuConfig` rejects) warns once, naming the file and the entry, and
+is skipped; the file's other entries still count.
+
 Within a cache, entries are keyed by kernel ("cpu" for a :class:`CpuConfig`,
 else a GPU config's ``kind``), dtype class (:func:`dtype_class`) and size
 bucket: ``{"size": max(N, M)}`` for the CPU, ``{"n": N, "m": M}`` for the GPU.
@@ -41,8 +45,10 @@ import contextvars
 import dataclasses
 import json
 import math
+import numbers
 import os
 import re
+import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -51,6 +57,8 @@ from typing import Any, TypeVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from . import _cpu
 
 OP = "searchsorted"
 CACHE_VERSION = 1
@@ -63,14 +71,24 @@ SHIPPED_DIR = Path(__file__).parent / "data" / "autotuning"
 class CpuConfig:
     """How the CPU path picks and runs its kernels.
 
+    Hashable, so that a search passes it to jit as a static argument: jit
+    caches one compilation per config.
+
     Attributes:
-      bisect_ratio: use lock-step binary search when n / m exceeds this.
-      runs_ratio: fill runs of needles per a-element when m / n exceeds this.
-      threads: at most this many threads for one call; 0 means all cores
-        available.
-      min_parallel: the fewest needles a thread takes on: a row of fewer runs
-        on one thread (a vmapped batch of such rows still spreads its rows
-        over the threads).
+      bisect_ratio: use lock-step binary search when n / m exceeds this;
+        finite and > 0.
+      runs_ratio: fill runs of needles per a-element when m / n exceeds this;
+        finite and > 0.
+      threads: at most this many threads for one call, in [0, MAX_THREADS]
+        (the FFI handler's limit, ``_cpu.MAX_THREADS``); 0 means all cores
+        available, up to MAX_THREADS.
+      min_parallel: the fewest needles a thread takes on, >= 1: a row of
+        fewer runs on one thread (a vmapped batch of such rows still spreads
+        its rows over the threads).
+
+    Raises:
+      TypeError: a field of the wrong type (a bool is no number here).
+      ValueError: a field out of range.
     """
 
     bisect_ratio: float = 64.0
@@ -78,14 +96,45 @@ class CpuConfig:
     threads: int = 0
     min_parallel: int = 1 << 16
 
+    def __post_init__(self) -> None:
+        # Checked here, so that neither an explicit config nor a cached one
+        # reaches the kernels out of range.
+        for name, kind, what in (("bisect_ratio", numbers.Real, "a number"),
+                                 ("runs_ratio", numbers.Real, "a number"),
+                                 ("threads", numbers.Integral, "an integer"),
+                                 ("min_parallel", numbers.Integral, "an integer")):
+            x = getattr(self, name)
+            if not isinstance(x, kind) or isinstance(x, (bool, np.bool_)):
+                raise TypeError(f"{name} must be {what}, got {x!r}")
+        for name in ("bisect_ratio", "runs_ratio"):
+            if not 0 < getattr(self, name) < math.inf:  # NaN too
+                raise ValueError(f"{name} must be finite and > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.threads <= _cpu.MAX_THREADS:
+            raise ValueError(f"threads must be in [0, {_cpu.MAX_THREADS}], got {self.threads!r}")
+        if self.min_parallel < 1:
+            raise ValueError(f"min_parallel must be >= 1, got {self.min_parallel!r}")
+
+    def max_threads(self, cores: int) -> int:
+        """The thread count a call passes to the kernels on a host with
+        `cores` free: `threads`, or all cores for 0, up to MAX_THREADS."""
+        return min(self.threads or max(cores, 1), _cpu.MAX_THREADS)
+
     def threads_for(self, m: int, cores: int) -> int:
         """Threads for one row of m needles on a host with `cores` free: one
-        below min_parallel, else `threads` (0: all cores)."""
-        return 1 if m < self.min_parallel else self.threads or cores
+        below min_parallel, else :meth:`max_threads`."""
+        return 1 if m < self.min_parallel else self.max_threads(cores)
 
 
 DEFAULT_CPU_CONFIG = CpuConfig()
 _CPU_FIELDS = tuple(f.name for f in dataclasses.fields(CpuConfig))
+
+
+def cpu_config_from(fields: Mapping[str, Any]) -> CpuConfig:
+    """A CpuConfig from a cached config's fields: fields it lacks keep their
+    defaults (a cache tuned without threads holds only the ratios), fields
+    it does not know (from a newer jaxsearch) are dropped."""
+    return dataclasses.replace(DEFAULT_CPU_CONFIG,
+                               **{k: v for k, v in fields.items() if k in _CPU_FIELDS})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,41 +208,90 @@ def cache_files(kind: str) -> list[Path]:
 
 
 _loaded: dict[Path, tuple[int, list[CacheEntry]]] = {}
+_loading = threading.Lock()  # one read, and one set of warnings, per file change
 
 
 def load_entries(path: Path) -> list[CacheEntry]:
-    """The entries of one cache file; [] when missing or unreadable.
+    """The valid entries of one cache file; [] when missing or unreadable.
 
-    Files are re-read only when their modification time changes, since lookups
-    happen at every trace. A malformed file warns and is ignored: a bad cache
-    must never break a search.
+    Files are re-read only when their modification time changes. A bad cache
+    must never break a search: a malformed file warns and is ignored, a
+    malformed or out-of-range entry warns and is skipped.
     """
-    try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
+    mtime = _mtime(path)
+    if mtime is None:
         return []
-    if path in _loaded and _loaded[path][0] == mtime:
+    with _loading:
+        if path not in _loaded or _loaded[path][0] != mtime:
+            _loaded[path] = (mtime, _read_entries(path))
         return _loaded[path][1]
+
+
+def _mtime(path: Path) -> int | None:
+    """A file's modification time in ns; None when it is missing."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _read_entries(path: Path) -> list[CacheEntry]:
+    """The entries of a cache file, warning about each one skipped (or the file)."""
     try:
         data = json.loads(path.read_text())
         if data.get("version") != CACHE_VERSION:
             raise ValueError(f"version {data.get('version')!r}, expected {CACHE_VERSION}")
-        entries = [_entry_from_json(e, str(path)) for e in data["entries"]]
+        if not isinstance(data["entries"], list):
+            raise TypeError(f"entries must be a list, got {data['entries']!r}")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         warnings.warn(f"jaxsearch: ignoring tuning cache {path}: {exc}", RuntimeWarning,
-                      stacklevel=2)
-        entries = []
-    _loaded[path] = (mtime, entries)
+                      stacklevel=3)
+        return []
+    entries = []
+    for e in data["entries"]:
+        try:
+            entries.append(_entry_from_json(e, str(path)))
+        except (ValueError, KeyError, TypeError) as exc:
+            warnings.warn(f"jaxsearch: ignoring entry ({_entry_key(e)}) of tuning cache "
+                          f"{path}: {_field_error(exc)}", RuntimeWarning, stacklevel=3)
     return entries
 
 
-def _entry_from_json(e: Mapping[str, Any], source: str) -> CacheEntry:
-    """A cache entry from its JSON form, checked enough that lookups cannot fail."""
-    entry = CacheEntry(kernel=str(e["kernel"]), dtype=str(e["dtype"]), bucket=e["bucket"],
+def _entry_key(e: object) -> str:
+    """An entry's key as far as it has one: kernel, dtype and bucket."""
+    if not isinstance(e, dict):
+        return repr(e)
+    return ", ".join(f"{k}={e[k]!r}" for k in ("kernel", "dtype", "bucket") if k in e)
+
+
+def _field_error(exc: Exception) -> str:
+    """What is wrong, as readable for a missing key as for a bad value."""
+    return f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) else str(exc)
+
+
+def _entry_from_json(e: Any, source: str) -> CacheEntry:
+    """A cache entry from its JSON form, checked enough that lookups cannot
+    fail; a CPU entry's config must make a valid :class:`CpuConfig`.
+
+    Raises:
+      KeyError: a field is missing.
+      TypeError, ValueError: a field is of the wrong type or out of range.
+    """
+    if not isinstance(e, dict):
+        raise TypeError(f"an entry must be an object, got {e!r}")
+    entry = CacheEntry(kernel=e["kernel"], dtype=e["dtype"], bucket=e["bucket"],
                        config=e["config"], times=e.get("times", {}), source=source)
-    if not (isinstance(entry.bucket, dict) and isinstance(entry.config, dict)
-            and all(isinstance(x, int | float) for x in entry.bucket.values())):
-        raise TypeError(f"malformed entry {dict(e)!r}")
+    for name in ("kernel", "dtype"):
+        if not isinstance(getattr(entry, name), str):
+            raise TypeError(f"{name} must be a string, got {getattr(entry, name)!r}")
+    for name in ("bucket", "config", "times"):
+        if not isinstance(getattr(entry, name), dict):
+            raise TypeError(f"{name} must be an object, got {getattr(entry, name)!r}")
+    for dim, size in entry.bucket.items():
+        if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+            raise ValueError(f"bucket {dim} must be a positive number, got {size!r}")
+    if entry.kernel == CPU_KERNEL:
+        cpu_config_from(entry.config)
     return entry
 
 
@@ -255,41 +353,51 @@ _cpu_override: contextvars.ContextVar[CpuConfig | None] = contextvars.ContextVar
 
 @contextlib.contextmanager
 def use_cpu_config(config: CpuConfig) -> Iterator[CpuConfig]:
-    """Make `config` the CPU config in force inside the block.
+    """Make `config` the CPU config in force inside the block, in this thread
+    (or asyncio task) only: other threads keep theirs.
 
-    The config is read when a function is traced and JAX caches traces, so
-    JAX's caches are cleared on entry and on exit: calls inside the block trace
-    afresh with `config`, and calls after it trace afresh without it.
+    :func:`jaxsearch.searchsorted` reads this override on every call and
+    hands it to its inner jit as a static argument, so jit compiles once per
+    config and no cache needs clearing. Under your own ``jax.jit``, though, the
+    config is read when your function is traced, and jax caches that trace
+    per function (even across ``jax.jit`` wrappers of the same function): a
+    function traced outside the block keeps its config inside it, and vice
+    versa. To pin a config, trace a function of its own inside the block,
+    e.g. ``jax.jit(functools.partial(f)).lower(*args).compile()``.
     Benchmarks and tests use this to compare thread counts and thresholds.
     """
     if not isinstance(config, CpuConfig):
         raise TypeError(f"config must be a CpuConfig, got {type(config).__name__}")
     token = _cpu_override.set(config)
-    jax.clear_caches()
     try:
         yield config
     finally:
         _cpu_override.reset(token)
-        jax.clear_caches()
+
+
+def cpu_config_override() -> CpuConfig | None:
+    """The config of the innermost :func:`use_cpu_config` block of this
+    thread, or None (the tuning cache answers)."""
+    return _cpu_override.get()
 
 
 def resolve_cpu_config(n: int | None = None, m: int | None = None,
-                       dtype: Any = np.float32) -> tuple[CpuConfig, str]:
+                       dtype: Any = np.float32, *,
+                       override: CpuConfig | None = None) -> tuple[CpuConfig, str]:
     """The CPU config for a search of m needles in n keys, and where it came from.
 
     Returns:
       (config, source): source is "use_cpu_config", a cache file path, or
       "defaults".
     """
-    override = _cpu_override.get()
+    override = override or _cpu_override.get()
     if override is not None:
         return override, "use_cpu_config"
     sizes = [x for x in (n, m) if x is not None]
     entry = lookup(CPU_KERNEL, dtype, {"size": max(sizes)} if sizes else None, "cpu")
     if entry is None:
         return DEFAULT_CPU_CONFIG, "defaults"
-    fields = {k: v for k, v in entry.config.items() if k in _CPU_FIELDS}
-    return dataclasses.replace(DEFAULT_CPU_CONFIG, **fields), entry.source
+    return cpu_config_from(entry.config), entry.source
 
 
 def cpu_config(n: int | None = None, m: int | None = None,

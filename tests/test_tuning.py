@@ -1,25 +1,40 @@
 """The tuning cache: keys, lookup order, buckets, files, and the autotuner's choices."""
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import json
+import math
 import os
+import re
+import threading
+import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from processes import run_python
 
-from jaxsearch import _tuning, autotune
+import jaxsearch
+from jaxsearch import _cpu, _tuning, autotune
 from jaxsearch._tuning import CacheEntry, CpuConfig
 
 
 @pytest.fixture
 def caches(tmp_path, monkeypatch):
-    """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache."""
+    """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache.
+
+    A search reads the cache files when it is traced, and jit keeps the
+    trace: traces made under other files are dropped on the way in and out.
+    """
     user, shipped = tmp_path / "user", tmp_path / "shipped"
     monkeypatch.setenv(_tuning.TUNING_DIR_ENV, str(user))
     monkeypatch.setattr(_tuning, "SHIPPED_DIR", shipped)
-    return user, shipped
+    clear = jax.clear_caches  # the real one, should a test forbid it
+    clear()
+    yield user, shipped
+    clear()
 
 
 def cpu_entry(dtype="float32", size=10**6, **config):
@@ -130,9 +145,8 @@ def test_cache_is_reread_when_the_file_changes(caches):
 
 
 @pytest.mark.parametrize("text", [
-    "{not json", '{"version": 99, "entries": []}', '{"version": 1, "entries": [{"kernel": "cpu"}]}',
-    '{"version": 1, "entries": [{"kernel": "cpu", "dtype": "float32", "bucket": {"size": "big"},'
-    ' "config": {}}]}'])
+    "{not json", "[]", '{"version": 99, "entries": []}', '{"version": 1}',
+    '{"version": 1, "entries": {"kernel": "cpu"}}'])
 def test_a_broken_cache_warns_and_is_ignored(caches, text):
     user, _ = caches
     path = _tuning.cache_file(user, "cpu")
@@ -142,10 +156,83 @@ def test_a_broken_cache_warns_and_is_ignored(caches, text):
         assert _tuning.cpu_config() == _tuning.DEFAULT_CPU_CONFIG
 
 
-def test_unknown_config_fields_are_ignored(caches):
+def test_unknown_config_fields_are_ignored_and_missing_ones_default(caches):
     user, _ = caches
     write(user, CacheEntry("cpu", "float32", {"size": 10}, {"threads": 3, "from_the_future": 1}))
-    assert _tuning.cpu_config() == dataclasses.replace(_tuning.DEFAULT_CPU_CONFIG, threads=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _tuning.cpu_config() == dataclasses.replace(_tuning.DEFAULT_CPU_CONFIG, threads=3)
+
+
+MISSING = object()
+
+
+def bad_entry(field, value=MISSING):
+    """A test case: a valid entry with `field` (top-level, or a config field)
+    set to `value`, or removed."""
+    entry = cpu_entry(size=10**6, bisect_ratio=5.0).to_json()
+    fields = entry["config"] if field in _tuning._CPU_FIELDS else entry
+    if value is MISSING:
+        del fields[field]
+    else:
+        fields[field] = value
+    name = f"no {field}" if value is MISSING else f"{field}={value!r}"
+    return pytest.param(entry, field, id=name)
+
+
+@pytest.mark.parametrize("entry, field", [
+    bad_entry("threads", 2000), bad_entry("threads", -1), bad_entry("threads", None),
+    bad_entry("threads", "4"), bad_entry("threads", 2.5), bad_entry("threads", True),
+    bad_entry("min_parallel", 0), bad_entry("bisect_ratio", None),
+    bad_entry("bisect_ratio", "fast"), bad_entry("bisect_ratio", 0),
+    bad_entry("runs_ratio", -8.0), bad_entry("runs_ratio", math.nan),
+    bad_entry("runs_ratio", math.inf), bad_entry("config"), bad_entry("config", [1, 2]),
+    bad_entry("bucket"), bad_entry("bucket", {"size": "big"}), bad_entry("bucket", {"size": None}),
+    bad_entry("dtype"), bad_entry("kernel"), bad_entry("kernel", 5), bad_entry("times", []),
+    pytest.param("cpu", "cpu", id="not an object"),
+])
+def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field):
+    """Each of these broke every search once. Now the entry is skipped with
+    one warning that names the file, the entry and the field, searches give
+    jnp's answers, and the file's good entry still answers."""
+    user, _ = caches
+    path = _tuning.cache_file(user, "cpu")
+    path.parent.mkdir(parents=True)
+    good = cpu_entry(size=10**3, bisect_ratio=3.0).to_json()
+    path.write_text(json.dumps({"version": 1, "entries": [entry, good]}))
+    a, v = jnp.arange(2000, dtype=jnp.float32), jnp.linspace(-1.0, 2001.0, 50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for sorted_v in (True, None):
+            np.testing.assert_array_equal(jaxsearch.searchsorted(a, v, sorted_v=sorted_v),
+                                          jnp.searchsorted(a, v))
+        assert _tuning.cpu_config(10**6, 10**6).bisect_ratio == 3.0
+    [message] = [str(w.message) for w in caught if "jaxsearch" in str(w.message)]
+    assert str(path) in message and field in message
+    for key in ("kernel", "dtype", "bucket"):  # the entry's key, as far as it has one
+        if isinstance(entry, dict) and key in entry:
+            assert f"{key}={entry[key]!r}" in message
+
+
+@pytest.mark.parametrize("name, value, error", [
+    ("threads", _cpu.MAX_THREADS + 1, ValueError), ("threads", -1, ValueError),
+    ("threads", 1.0, TypeError), ("threads", None, TypeError),
+    ("min_parallel", 0, ValueError), ("min_parallel", np.bool_(True), TypeError),
+    ("bisect_ratio", 0.0, ValueError), ("bisect_ratio", math.nan, ValueError),
+    ("runs_ratio", math.inf, ValueError), ("runs_ratio", "8", TypeError),
+])
+def test_cpu_config_checks_its_fields(name, value, error):
+    with pytest.raises(error, match=name):
+        CpuConfig(**{name: value})
+
+
+def test_cpu_config_takes_numpy_numbers_and_the_limits():
+    config = CpuConfig(bisect_ratio=np.float32(2.5), runs_ratio=1, threads=np.int64(3),
+                       min_parallel=1)
+    assert config == CpuConfig(bisect_ratio=2.5, runs_ratio=1.0, threads=3, min_parallel=1)
+    assert hash(config) == hash(CpuConfig(bisect_ratio=2.5, runs_ratio=1.0, threads=3,
+                                          min_parallel=1))
+    assert CpuConfig(threads=_cpu.MAX_THREADS).threads == _cpu.MAX_THREADS
 
 
 def test_user_cache_dir_default(monkeypatch, tmp_path):
@@ -292,3 +379,65 @@ def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
     assert (config.threads, config.min_parallel) == (_tuning.DEFAULT_CPU_CONFIG.threads,
                                                      _tuning.DEFAULT_CPU_CONFIG.min_parallel)
     assert "default" in autotune.cpu_table([entry])
+
+
+# ---------------------------------------------------------------- the config reaching the kernel
+
+
+def cpu_call_attrs(f, *args):
+    """The attributes (kernel, threads, grain, ...) of the CPU custom call
+    that `jax.jit(f)` lowers to."""
+    text = jax.jit(f).lower(*args).as_text()
+    [attrs] = re.findall(rf"@{_cpu.TARGET_NAME}\(.*?mhlo\.backend_config = \{{([^}}]*)\}}", text)
+    return {k: int(v) for k, v in re.findall(r"(\w+) = (-?\d+) : i32", attrs)}
+
+
+def test_each_thread_compiles_and_runs_its_own_config(caches, monkeypatch):
+    """Python threads, each under use_cpu_config with its own config (one
+    with none), trace and call at once: each one's config, and no other's,
+    reaches its kernel, with no cache clearing."""
+    monkeypatch.setattr(jax, "clear_caches", lambda: pytest.fail("jax.clear_caches called"))
+    a, v = jnp.arange(2000, dtype=jnp.float32), jnp.linspace(-1.0, 2001.0, 50)
+    want = jnp.searchsorted(a, v)
+    configs = {  # the kernel each chooses for n/m = 40
+        "bisect": CpuConfig(bisect_ratio=2.0, runs_ratio=1e6, threads=1, min_parallel=7),
+        "merge": CpuConfig(bisect_ratio=1e6, runs_ratio=1e6, threads=2, min_parallel=11),
+        "runs": CpuConfig(bisect_ratio=1e6, runs_ratio=0.01, threads=3, min_parallel=13),
+        None: None,  # the cache's config: here the defaults
+    }
+    start = threading.Barrier(len(configs))
+
+    def search(a, v):
+        return jaxsearch.searchsorted(a, v, sorted_v=True)
+
+    def worker(kernel, config):
+        expected = config or _tuning.DEFAULT_CPU_CONFIG
+        with _tuning.use_cpu_config(config) if config else contextlib.nullcontext():
+            start.wait()
+            for _ in range(10):
+                np.testing.assert_array_equal(search(a, v), want)
+                # A new function each time: jax.jit caches traces per function.
+                attrs = cpu_call_attrs(lambda a, v: search(a, v), a, v)
+                assert attrs["threads"] == expected.max_threads(_cpu.available_cores())
+                assert attrs["grain"] == expected.min_parallel
+                assert attrs["kernel"] == _cpu._cpu_ext.KERNEL_NAMES[
+                    kernel or _tuning.choose_cpu_kernel(2000, 50, expected)]
+
+    with concurrent.futures.ThreadPoolExecutor(len(configs)) as pool:
+        for done in [pool.submit(worker, k, c) for k, c in configs.items()]:
+            done.result()
+    assert _tuning.resolve_cpu_config(2000, 50)[1] == "defaults"  # nothing leaked out
+
+
+def test_more_cores_than_the_handler_takes(monkeypatch):
+    """A host with more cores than MAX_THREADS still searches, on MAX_THREADS."""
+    monkeypatch.setattr(_cpu, "available_cores", lambda: 4096)
+    # A config of its own, so that the search traces afresh with 4096 cores.
+    config = CpuConfig(threads=0, min_parallel=4099)
+    assert config.threads_for(10**6, _cpu.available_cores()) == _cpu.MAX_THREADS
+    a, v = jnp.arange(10_000, dtype=jnp.int32), jnp.arange(-5, 9_000, 3, dtype=jnp.int32)
+    with _tuning.use_cpu_config(config):
+        for sorted_v in (True, False):
+            np.testing.assert_array_equal(jaxsearch.searchsorted(a, v, sorted_v=sorted_v),
+                                          jnp.searchsorted(a, v))
+        assert cpu_call_attrs(jaxsearch.searchsorted, a, v)["threads"] == _cpu.MAX_THREADS
