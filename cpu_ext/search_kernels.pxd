@@ -189,9 +189,10 @@ cdef inline bint merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
             break
         if trust_t is Checked:
             for k in range(CHAINS):
-                if not in_order(v, checked[k], j[k] + steps):
-                    return False
-                checked[k] = j[k] + steps
+                if j[k] + steps > checked[k]:
+                    if not in_order(v, checked[k], j[k] + steps):
+                        return False
+                    checked[k] = j[k] + steps
         for t in range(steps):
             for k in range(CHAINS):
                 merge_step(a, na, v, out, &i[k], &j[k], right)
