@@ -215,7 +215,7 @@ def info_report(n: int, m: int, dtype: str) -> str:
         textwrap.indent(describe_cpu_config(config), " " * 4),
         f"  CPU kernel:    {_tuning.choose_cpu_kernel(n, m, config)} for sorted needles "
         "(sorted_v=True; sorted_v=None runs it checking the order as it goes, and "
-        "binary-searches from a part's first needle out of order); binary search otherwise",
+        "binary-searches a part of the needles found out of order); binary search otherwise",
         f"  CPU threads:   {config.threads_for(m, _cpu.available_cores())} for one call of "
         f"M={_bench.fmt_count(m)} needles (see threads and min_parallel)",
     ]

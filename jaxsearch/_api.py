@@ -48,7 +48,9 @@ def searchsorted(
       sorted_v: True promises that the flattened `v` is sorted ascending (NaN
         last): one merge of two sorted streams. A broken promise gives
         unspecified indices, always within [0, len(a)]. False: any `v`, binary
-        search. None (default): check `v` in one pass and merge when sorted.
+        search. None (default): exact for any `v`; the kernel for sorted
+        needles checks their order as it goes, and a part of `v` found out of
+        order is binary-searched instead.
       method: one of jnp's methods ("scan", "scan_unrolled", "sort",
         "compare_all") to run ``jnp.searchsorted`` with that method; None lets
         jaxsearch choose.

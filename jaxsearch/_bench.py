@@ -738,8 +738,8 @@ _GROUP_TEXT = {"numpy": "numpy.searchsorted's",
                "torch": "torch.searchsorted's", "cupy": "cupy.searchsorted's"}
 _DESCRIPTIONS = {
     HEADLINE: "jaxsearch.searchsorted(a, v), the drop-in call (sorted_v=None: it merges, "
-              "checking the needles' order as it goes, and binary-searches from the first "
-              "needle out of order)",
+              "checking the needles' order as it goes, and binary-searches a part of them "
+              "found out of order)",
     "jaxsearch sorted_v=True": "jaxsearch.searchsorted told that v is sorted (sorted_v=True)",
     "jaxsearch sorted_v=False": "jaxsearch.searchsorted told that v may be unsorted "
                                 "(sorted_v=False): a binary search per needle",
