@@ -162,10 +162,16 @@ cdef inline bint merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     # Checking: needles before checked[k] are known to be in order. Each chunk
     # only needs to be sorted within itself; its first needle only not NaN.
     cdef Py_ssize_t checked[CHAINS]
+    cdef bint no_nan = True
     if na == 0:
+        # Every answer is 0 but a NaN's (n for side='right'). Checking: the
+        # needles are only the NaN-free prefix if they were sorted, so look
+        # for a NaN among them (their order matters not: all answers are 0).
         for k in range(m):
             out[k] = 0
-        return True
+            if trust_t is Checked:
+                no_nan &= not is_nan(v[k])
+        return no_nan
     for k in range(CHAINS):
         j[k] = k * chunk
         end[k] = m if k == CHAINS - 1 else (k + 1) * chunk

@@ -94,3 +94,24 @@ def test_default_call_on_each_kernels_regime(n, m):
     for needles in (v, tail_shuffled):
         got = jaxsearch.searchsorted(a, needles)
         np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, needles))
+
+
+@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("n", [1, 3, 1000])
+def test_all_nan_keys_and_unsorted_needles_with_nan(kernel, n):
+    """An all-NaN `a` (a piece of a sharded `a` past its NaN tail, say) and
+    unsorted needles holding NaN: the checking kernels must not answer 0 for
+    a NaN needle on side='right' (the answer is n)."""
+    a = np.full(n, np.nan, np.float32)
+    for v in (np.array([np.nan, 1.0, 0.0], np.float32),
+              np.array([2.0, np.nan, 1.0, -np.inf, 0.0, np.nan], np.float32),
+              np.where(np.arange(4096) % 200 == 0, np.nan,
+                       np.random.default_rng(n).standard_normal(4096)).astype(np.float32)):
+        for side in ("left", "right"):
+            got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="check",
+                             kernel=kernel, out_dtype=np.dtype(np.int32), threads=1,
+                             grain=1 << 16)
+            np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side),
+                                          err_msg=f"side={side}, m={len(v)}")
+            np.testing.assert_array_equal(np.asarray(jaxsearch.searchsorted(a, v, side)),
+                                          np.searchsorted(a, v, side))
