@@ -144,18 +144,21 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     if dtype not in KERNEL_DTYPES:
         return jnp.searchsorted(a, v, side=side)  # complex, float8, int4: no kernel of ours
     if v.size == 0 or n == 0:
-        return jnp.zeros(v.shape, out_dtype)
+        return jnp.zeros_like(v, dtype=out_dtype)
     # Integer output: the gradient is zero, as jnp's.
-    a, v_flat = lax.stop_gradient(a), lax.stop_gradient(v.reshape(-1))
-    m = v_flat.shape[0]
+    a, v = lax.stop_gradient(a), lax.stop_gradient(v)
+    m = v.size
     if implementation in _gpu.GPU_IMPLEMENTATIONS:
-        out = _gpu.search(a, v_flat, side=side, order=order, out_dtype=out_dtype,
+        out = _gpu.search(a, v.reshape(-1), side=side, order=order, out_dtype=out_dtype,
                           implementation=implementation,
                           interpret=jax.default_backend() == "cpu")
     else:
         cpu_config, _ = _tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
+        # On v's own shape, all of it needle dimensions: flattening a sharded
+        # v here would move data between devices (the primitive flattens each
+        # device's piece).
         out = _primitive.searchsorted(
-            a, v_flat, side=side, order=order, out_dtype=out_dtype,
+            a, v, side=side, order=order, out_dtype=out_dtype, needle_ndim=v.ndim,
             cpu_kernel=_tuning.choose_cpu_kernel(n, m, cpu_config),
             cpu_threads=cpu_config.max_threads(_cpu.available_cores()),
             cpu_grain=cpu_config.min_parallel)
