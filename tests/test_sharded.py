@@ -112,6 +112,96 @@ def test_two_processes_drop_in(tmp_path):
         assert report[name]["jnp"]["in_loops"], report[name]
 
 
+CUDA_PARTITIONING = textwrap.dedent("""
+    import json, re
+    import jax, numpy as np
+    from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec as P
+    import jaxsearch
+    from jaxsearch import _gpu, _primitive
+
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+    a = np.sort(np.random.default_rng(0).standard_normal(8000)).astype(np.float32)
+    v = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    report = {"gpu kernels": _gpu.choose(1000, 4096, np.dtype(np.float32))}
+    cases = {"a split": (P(("x", "y")), P()), "v split on dim 1": (P(), P(None, ("x", "y"))),
+             "a on x, v on y": (P("x"), P("y", None))}
+    device = jax.sharding.AbstractDevice(device_kind="NVIDIA H200", num_cores=132,
+                                         platform="gpu")
+    gpu_mesh = AbstractMesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2,
+                            abstract_device=device)
+    params = dict(side="left", order="check", out_dtype=np.dtype(np.int32),
+                  cpu_kernel="merge", cpu_threads=1, cpu_grain=1 << 16, needle_ndim=2)
+    for name, (a_spec, v_spec) in cases.items():
+        shardings = NamedSharding(mesh, a_spec), NamedSharding(mesh, v_spec)
+        ja, jv = (jax.device_put(x, s) for x, s in zip((a, v), shardings))
+        # 1. The program lowered for cuda: one partitioning call, with Shardy's rule.
+        text = jax.jit(jaxsearch.searchsorted).trace(ja, jv).lower(
+            lowering_platforms=("cuda",)).as_text()
+        calls = re.findall(r"custom_call @(\\w+)\\(", text)
+        rule = re.search(r"sdy.sharding_rule = (#sdy.op_sharding_rule<.*?, custom>)",
+                         text).group(1)
+        # 2. What XLA's partitioner then compiles on each device: the partition
+        # rule's per-device function for these shardings, lowered for cuda
+        # inside a shard_map (jax lowers it the same way, for each device's pieces).
+        specs = [jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s)
+                 for x, s in zip((a, v), shardings)]
+        out = jax.ShapeDtypeStruct(v.shape, np.int32, sharding=shardings[1])
+        _, per_device, out_sharding, in_shardings = _primitive._partition(
+            params, mesh, specs, out)
+        body = jax.shard_map(per_device, mesh=gpu_mesh,
+                             in_specs=tuple(s.spec for s in in_shardings),
+                             out_specs=out_sharding.spec, check_vma=False)
+        with jax.sharding.use_abstract_mesh(gpu_mesh):
+            body_text = jax.jit(body).trace(*[jax.ShapeDtypeStruct(x.shape, x.dtype)
+                                              for x in (a, v)]).lower(
+                lowering_platforms=("cuda",)).as_text()
+        kernels = re.findall(r'custom_call @__gpu\\$xla\\.gpu\\.triton\\((.*?)\\) .*?: '
+                             r'\\((.*?)\\) ->', body_text)
+        report[name] = dict(
+            calls=calls, rule=rule,
+            in_specs=[str(s.spec) for s in in_shardings], out_spec=str(out_sharding.spec),
+            kernels=len(kernels), kernel_operand_types=sorted({t for _, t in kernels}),
+            all_reduces=len(re.findall(r"stablehlo.all_reduce", body_text)),
+            other_collectives=len(re.findall(r"stablehlo.(all_gather|all_to_all|"
+                                             r"collective_permute)", body_text)),
+            conds=len(re.findall(r"stablehlo.case", body_text)))
+    print(json.dumps(report))
+""")
+
+
+def test_cuda_lowering_keeps_the_partitioning():
+    """No GPU here: the sharded program lowered for cuda holds one
+    custom_partitioning call with Shardy's rule (a's keys a reduction factor),
+    and the per-device function the partition rule gives, lowered for cuda,
+    runs the Triton kernels on each device's pieces (1000 keys of 8000 when
+    `a` is split 8 ways; 8 x 64 needles when `v` is), its sorted_v=None check
+    (one lax.cond per device, on that device's needles) and no collective but
+    the all-reduce when `a` is split."""
+    run = run_python("-c", CUDA_PARTITIONING, timeout=600, env=EIGHT_DEVICES)
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    print(json.dumps(report, indent=1))
+    if report.pop("gpu kernels") is None:
+        pytest.skip("no GPU kernel can lower here (Pallas' Triton backend and jax-triton "
+                    "both missing)")
+    for name, r in report.items():
+        assert r["calls"] == ["CustomSPMDPartitioning"], name
+        assert r["rule"].startswith("#sdy.op_sharding_rule<([i], [j, k])->([j, k])"), r["rule"]
+        assert "reduction={i}" in r["rule"], r["rule"]
+        assert r["conds"] == 1 and r["other_collectives"] == 0, (name, r)
+        assert r["kernels"] == 2, r  # merge path and binary search, one taken
+    a_split, v_split, both = (report[k] for k in ("a split", "v split on dim 1",
+                                                   "a on x, v on y"))
+    assert a_split["all_reduces"] == 1 and both["all_reduces"] == 1
+    assert v_split["all_reduces"] == 0
+    assert all("tensor<1000xf32>, tensor<4096xf32>" in t
+               for t in a_split["kernel_operand_types"]), a_split
+    assert all("tensor<8000xf32>, tensor<512xf32>" in t
+               for t in v_split["kernel_operand_types"]), v_split
+    assert all("tensor<4000xf32>, tensor<1024xf32>" in t
+               for t in both["kernel_operand_types"]), both
+
+
 SHARDED_SEARCHSORTED = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
