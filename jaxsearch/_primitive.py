@@ -99,16 +99,15 @@ def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype
 
 def _may_partition() -> bool:
     """Whether a search traced now may run split over several devices that
-    jax will know when it lowers it.
-
-    custom_partitioning needs the devices during lowering, which a lowering
-    for an abstract mesh alone does not have (jax refuses it: "AbstractMesh
-    cannot be used when jaxpr contains primitives that require devices"), and
-    with a single device there is nothing to partition.
-    """
-    if jax.device_count() == 1:
+    jax will know when it lowers it: custom_partitioning needs them, and jax
+    refuses it in a lowering for an AbstractMesh alone ("AbstractMesh cannot
+    be used when jaxpr contains primitives that require devices")."""
+    concrete = _mesh_lib.get_concrete_mesh()
+    if not concrete.empty:  # jax.set_mesh: its devices (maybe an AOT topology's)
+        return concrete.size > 1
+    if not jax.sharding.get_abstract_mesh().empty:  # an abstract mesh only
         return False
-    return jax.sharding.get_abstract_mesh().empty or not _mesh_lib.get_concrete_mesh().empty
+    return jax.device_count() > 1
 
 
 def _impl(primitive, a, v, **params):
@@ -324,9 +323,12 @@ def _infer_sharding(params, mesh, arg_shapes, result_shape):
 def _lower_partitioned(ctx, a, v, **params):
     module = ctx.module_context
     lowering = getattr(module, "lowering_parameters", None)
-    if len(module.platforms) > 1 or getattr(lowering, "for_export", False):
+    if len(module.platforms) > 1 or getattr(lowering, "for_export", False) or \
+            getattr(module.axis_context, "manual_axes", None):
         # jax.export: the partitioning call refers to this process's Python
-        # callbacks and cannot be serialized; the body lowers directly.
+        # callbacks and cannot be serialized. Inside a shard_map the body
+        # gets each device's pieces already (jax's own rule covers only a
+        # shard_map over every axis). The body lowers directly.
         fn = functools.partial(_local, **params)
     else:
         fn = _partitioned(tuple(sorted(params.items())))

@@ -202,6 +202,41 @@ def test_cuda_lowering_keeps_the_partitioning():
                for t in both["kernel_operand_types"]), both
 
 
+INSIDE_SHARD_MAP = textwrap.dedent("""
+    import contextlib, json
+    import jax, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import jaxsearch
+
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+    rng = np.random.default_rng(0)
+    a = np.sort(rng.standard_normal(8000)).astype(np.float32)
+    v = rng.standard_normal((2, 4096)).astype(np.float32)
+    ja = jax.device_put(a, NamedSharding(mesh, P()))
+    jv = jax.device_put(v, NamedSharding(mesh, P("x", "y")))
+    ok = {}
+    for context in ("no mesh", "jax.set_mesh"):
+        for manual in (("x", "y"), ("x",)):  # every axis manual, or "y" left auto
+            f = jax.jit(jax.shard_map(jaxsearch.searchsorted, mesh=mesh, in_specs=(P(), P(*manual)),
+                                      out_specs=P(*manual), axis_names=set(manual)))
+            with jax.set_mesh(mesh) if context != "no mesh" else contextlib.nullcontext():
+                got = f(ja, jv)
+            ok[f"{context}, manual {manual}"] = bool(np.array_equal(np.asarray(got),
+                                                                   np.searchsorted(a, v)))
+    print(json.dumps(ok))
+""")
+
+
+def test_inside_shard_map():
+    """The drop-in inside a shard_map searches each device's pieces, with
+    every mesh axis manual or some left to the partitioner, with and without
+    jax.set_mesh."""
+    run = run_python("-c", INSIDE_SHARD_MAP, timeout=600, env=EIGHT_DEVICES)
+    assert run.returncode == 0, run.stderr[-4000:]
+    ok = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(ok) == 4 and all(ok.values()), ok
+
+
 SHARDED_SEARCHSORTED = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
