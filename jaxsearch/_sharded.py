@@ -1,4 +1,4 @@
-"""searchsorted over a device mesh: each device searches its own piece.
+"""searchsorted over a device mesh, spelled out as one shard_map.
 
 Because `a` is sorted, splitting it into contiguous pieces splits every
 answer into a sum: the number of a-elements before a needle is the sum over
@@ -6,6 +6,10 @@ the pieces of the number in each piece. So with `a` sharded, each device
 searches its piece and one `psum` of the counts gives the global answer, and
 `a` is never gathered. With `v` sharded, each device answers its own needles
 and nothing is communicated at all.
+
+`jaxsearch.searchsorted` does the same by itself for sharded inputs under
+jit (its primitive's partitioning rule, in `_primitive`); this form names the
+mesh axes explicitly, for code that wants the split written out.
 """
 
 from __future__ import annotations
@@ -51,7 +55,9 @@ def sharded_searchsorted(
     The whole computation is one `shard_map`: per device one local search,
     plus one `psum` over `a_axis` when `a` is split; no all-gather. It runs
     the same way on a multi-host mesh under `jax.distributed`: call it in
-    every process with the global arrays' shardings.
+    every process with the global arrays' shardings. The plain
+    :func:`jaxsearch.searchsorted` under jit partitions sharded inputs the
+    same way without being told the axes.
     """
     a_axes = _axes(a_axis)
     v_axes = _axes(v_axis)
