@@ -264,12 +264,11 @@ def _partition(params, mesh, arg_shapes, result_shape):
             # values (a piece may be all padding). Repeat the piece's last
             # key over its padding, so that it stays sorted, and count no
             # more than its own keys.
-            size = a.shape[-1]
-            own = jnp.clip(n - lax.axis_index(keys) * size, 0, size)
+            size, dtype = a.shape[-1], params["out_dtype"]
+            own = jnp.clip(n - lax.axis_index(keys).astype(dtype) * size, 0, size).astype(dtype)
             last = lax.dynamic_index_in_dim(a, jnp.maximum(own - 1, 0), axis=a.ndim - 1)
-            a = jnp.where(lax.broadcasted_iota(jnp.int32, a.shape, a.ndim - 1) < own, a, last)
-            counts = jnp.minimum(local(a, v), own.astype(params["out_dtype"]))
-            return lax.psum(counts, keys)
+            a = jnp.where(lax.broadcasted_iota(dtype, a.shape, a.ndim - 1) < own, a, last)
+            return lax.psum(jnp.minimum(local(a, v), own), keys)
 
     def named(axes):
         return NamedSharding(mesh, PartitionSpec(*map(_spec_entry, axes)))

@@ -25,7 +25,8 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=process_id)
+    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=process_id,
+                               initialization_timeout=120)  # not 300 s when the other fails
     import jax.numpy as jnp
     import numpy as np
     from jax.experimental import multihost_utils
