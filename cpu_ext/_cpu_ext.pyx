@@ -19,7 +19,7 @@ from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
-                             Checked, is_nan, non_nan_prefix, merge_kernel, runs_kernel, bisect_kernel)
+                             Checked, is_nan, is_sorted, non_nan_prefix, merge_kernel, runs_kernel, bisect_kernel)
 
 # `order`: what is known of the needles' order.
 cdef enum:
@@ -107,7 +107,10 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t
     if not tail_ok:
         return False
     if kernel == KERNEL_MERGE:
-        return merge_kernel(a, na, v, nv, out, side, trust)
+        if trust_t is Checked and not is_sorted(v, nv):
+            return False
+        merge_kernel(a, na, v, nv, out, side)
+        return True
     return runs_kernel(a, na, v, nv, out, side, trust)
 
 
