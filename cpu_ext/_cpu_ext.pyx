@@ -25,7 +25,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
 cdef enum:
     ORDER_ANY = 0       # no promise: binary search
     ORDER_SORTED = 1    # the caller promised sorted needles
-    ORDER_CHECK = 2     # each part checks its needles as it merges them
+    ORDER_CHECK = 2     # each part checks its own needles (see search_sorted)
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
