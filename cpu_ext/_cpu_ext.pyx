@@ -19,7 +19,8 @@ from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
-                             Checked, is_nan, is_sorted, non_nan_prefix, merge_kernel, runs_kernel, bisect_kernel)
+                             Checked, is_nan, is_sorted, non_nan_prefix, merge_kernel,
+                             runs_kernel, bisect_kernel)
 
 # `order`: what is known of the needles' order.
 cdef enum:

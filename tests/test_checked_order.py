@@ -1,10 +1,11 @@
 """The default call (sorted_v=None) on needles that are almost sorted.
 
-On CPU the merge and runs kernels check the needles' order as they answer
-them and hand the part to binary search at the first needle out of order.
-These cases put that needle everywhere the check could miss it: first, last,
-at a chain's start and end, after the first blocks, as a NaN inside, and as a
-non-NaN after the NaN tail.
+On CPU the merge checks each part's order in blocks before it merges, and
+the runs kernel checks each needle as it fills its run; a part found out of
+order goes to binary search. These cases put one needle out of place
+everywhere a check could miss it: first, last, at a merge chain's start and
+end, past the first check block, as a NaN inside, and as a non-NaN after the
+NaN tail.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from jaxsearch import _cpu
 
 CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "grain"))
-M = 3000  # > the merge's chains x its check block: several blocks per chain
+M = 3000  # several of the order check's 1024-needle blocks, six merge chunks
 
 
 def broken_needles(rng: np.random.Generator, dtype: str) -> dict[str, np.ndarray]:
@@ -38,7 +39,7 @@ def broken_needles(rng: np.random.Generator, dtype: str) -> dict[str, np.ndarray
         "last pair": swapped(M - 2, M - 1),
         "across chunks": swapped(chunk - 1, chunk),
         "inside the last chunk, late": swapped(M - 40, M - 39),
-        "after the first check block": swapped(chunk + 300, chunk + 301),
+        "past the first check block": swapped(1500, 1501),
         "one far needle": np.concatenate([base[:M // 2], base[-1:] + 5, base[M // 2 + 1:]]),
         "reversed": base[::-1].copy(),
     }
