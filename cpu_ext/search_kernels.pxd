@@ -203,20 +203,27 @@ cdef inline bint fill_run(const key_t* a, Py_ssize_t na, const key_t* v,
                           Py_ssize_t start, Py_ssize_t stop, Py_ssize_t i, idx_t* out,
                           bint right, const trust_t* trust) noexcept nogil:
     """out[start:stop] = i. A checking fill also reads each needle and returns
-    whether i is really its answer: a[i - 1] counted for it (unless i == 0),
-    a[i] not (unless i == na), and not NaN. Branch-free, so it vectorises."""
+    whether i is really its answer. It checks that the run is in order (false
+    at a NaN), then that its first needle counts a[i - 1] (unless i == 0) and
+    its last does not count a[i] (unless i == na), and that neither end is
+    NaN: in order, every needle between lies between them. One compare per
+    needle, fused with the store and branch-free, so it vectorises. (In a
+    plain C loop over 1e6 float32 in runs of 1e4, built like the extension:
+    as fast as the trusted fill; three compares per needle, against both
+    keys, 1.5x slower.)"""
     cdef Py_ssize_t k
     cdef bint ok = True
-    cdef bint has_lo = i > 0, has_hi = i < na
-    cdef key_t lo_key = a[i - 1] if has_lo else 0
-    cdef key_t hi_key = a[i] if has_hi else 0
-    cdef key_t x
-    for k in range(start, stop):
+    if stop <= start:
+        return True
+    out[start] = <idx_t>i
+    for k in range(start + 1, stop):
         out[k] = <idx_t>i
         if trust_t is Checked:
-            x = v[k]
-            ok &= ((not has_lo) | before(lo_key, x, right)) \
-                & ((not has_hi) | (not before(hi_key, x, right))) & (not is_nan(x))
+            ok &= v[k - 1] <= v[k]
+    if trust_t is Checked:
+        ok &= (i == 0 or before(a[i - 1], v[start], right)) \
+            & (i == na or not before(a[i], v[stop - 1], right)) \
+            & (not is_nan(v[start])) & (not is_nan(v[stop - 1]))
     return ok
 
 
