@@ -16,6 +16,15 @@ Bound: the default call takes at most 10% longer than the promised one, or,
 where both take under 20 us (JAX's dispatch alone is several), at most 2 us
 longer. Each pair is timed interleaved (see ``jaxsearch._bench``), and each
 answer is checked against numpy's.
+
+Where the needles are many times the keys, the promised call need not read
+them: its kernel finds each run of needles by a search and writes the run's
+answer, so it only writes the output. A default call that answers unsorted
+needles exactly must read every needle. So sorted cells also time the needle
+floor: one pass that reads ``v`` and writes ``M`` 4-byte words (the faster of
+a jitted ``(v > 0).astype(int32)`` and a numpy copy of ``v``), about the least
+any call that looks at every needle can do. A missed cell within 10% of that
+floor is marked "floor".
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -45,6 +55,7 @@ class Cell:
     default_s: float
     promised_s: float
     correct: bool
+    floor_s: float | None = None  # the needle floor (sorted needles only)
 
     @property
     def ratio(self) -> float:
@@ -56,26 +67,41 @@ class Cell:
             return self.default_s - self.promised_s <= SMALL_SLACK_S
         return self.ratio <= MAX_RATIO
 
+    @property
+    def at_floor(self) -> bool:
+        """Within 10% of the needle floor (see the module docstring)."""
+        return self.floor_s is not None and self.default_s <= MAX_RATIO * self.floor_s
+
     def text(self) -> str:
-        mark = "" if self.within else " MISS"
+        mark = "" if self.within else " MISS floor" if self.at_floor else " MISS"
         wrong = "" if self.correct else " WRONG"
         return f"{self.ratio:.2f}{mark}{wrong}"
 
 
+# The needle floor: read every needle once, write one 4-byte word per needle;
+# the faster of a jitted pass and a numpy copy of v's bytes (v is 4 bytes).
+_jitted_needle_pass = jax.jit(lambda v: (v > 0).astype(jnp.int32))
+
+
 def measure(problem: _bench.Problem) -> Cell:
-    """The default call and the promised one on `problem`, side by side."""
+    """The default call and the promised one on `problem`, side by side (and
+    the needle floor, for sorted needles)."""
     a, v = _bench.make_arrays(problem)
     x = _bench.Inputs(a, v, jnp.asarray(a), jnp.asarray(v))
     expected = np.searchsorted(a, v)
     calls = [_bench.jaxsearch_impl(s).build(x) for s in (None, problem.sorted_v)]
-    default, promised = _bench.measure_all(
-        calls, repeats=REPEATS, budget_s=2.0,
-        checks=[lambda out: _bench.matches(expected, out)] * 2)
-    for m in (default, promised):
+    checks = [lambda out: _bench.matches(expected, out)] * 2
+    if problem.sorted_v:
+        calls += [lambda: _jitted_needle_pass(x.jv), x.v.copy]
+        checks += [None, None]
+    default, promised, *floors = _bench.measure_all(
+        calls, repeats=REPEATS, budget_s=2.0, checks=checks)
+    for m in (default, promised, *floors):
         if m.error is not None:
             raise m.error
     return Cell(problem, default.timing.median, promised.timing.median,
-                bool(default.correct and promised.correct))
+                bool(default.correct and promised.correct),
+                min(f.timing.median for f in floors) if floors else None)
 
 
 def grid_table(cells: Sequence[Cell], dtype: str, sorted_v: bool) -> str:
@@ -93,10 +119,16 @@ def grid_table(cells: Sequence[Cell], dtype: str, sorted_v: bool) -> str:
 
 
 def legend() -> str:
-    return (f"A cell is within bounds when the ratio is <= {MAX_RATIO:.2f}, or when both calls "
-            f"take under {SMALL_S * 1e6:.0f} us and the default call is at most "
-            f"{SMALL_SLACK_S * 1e6:.0f} us slower.\nMISS: out of bounds. WRONG: an answer "
-            "differed from numpy.searchsorted. Medians of interleaved calls under jax.jit.")
+    return "\n".join([
+        f"A cell is within bounds when the ratio is <= {MAX_RATIO:.2f}, or when both calls take "
+        f"under {SMALL_S * 1e6:.0f} us",
+        f"and the default call is at most {SMALL_SLACK_S * 1e6:.0f} us slower. MISS: out of "
+        "bounds. WRONG: an answer differed from numpy's.",
+        "MISS floor: out of bounds, but within 10% of the needle floor: the faster of a jitted "
+        "pass reading v and",
+        "writing M int32, and a numpy copy of v; about the least any call that reads every "
+        "needle does.",
+        "Medians of interleaved calls under jax.jit."])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     missed = [c for c in cells if not c.within or not c.correct]
     print(f"\nworst cell: {worst.problem.label}: {worst.default_s * 1e6:.1f} us against "
           f"{worst.promised_s * 1e6:.1f} us ({worst.ratio:.2f}x)")
-    print(f"{len(cells) - len(missed)} of {len(cells)} cells within bounds")
+    print(f"{len(cells) - len(missed)} of {len(cells)} cells within bounds; "
+          f"{sum(not c.within and c.at_floor for c in cells)} more within 10% of the needle floor")
     return 1 if args.check and missed else 0
 
 
