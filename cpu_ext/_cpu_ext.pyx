@@ -68,9 +68,13 @@ cdef extern from *:
     static inline long jaxsearch_load(long* p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
     }
+    static inline void jaxsearch_store(long* p, long v) {
+        __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    }
     """
     long fetch_add "jaxsearch_fetch_add"(long* p, long v) noexcept nogil
     long atomic_load "jaxsearch_load"(long* p) noexcept nogil
+    void atomic_store "jaxsearch_store"(long* p, long v) noexcept nogil
 
 
 cdef struct Job:
@@ -217,6 +221,9 @@ cdef void pool_task(void* data) noexcept nogil:
     (XLA runs with denormals flushed to zero, and jnp compares that way)."""
     cdef Job* job = <Job*>data
     cdef fenv_t own_env
+    # Pairs with the caller's release of next_part: the job is filled in
+    # before a task reads it, whatever order XLA's pool keeps.
+    atomic_load(&job.next_part)
     fegetenv(&own_env)
     fesetenv(&job.env)
     work(job)
@@ -342,13 +349,14 @@ cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexc
     if message != NULL:
         free(job)
         return message
-    job.next_part = 0
     job.done_parts = 0
     advise_huge_pages(job.out_buf)
     tasks = <int>max(0, min(<long>threads, job.parts) - 1)
     if tasks:
         fegetenv(&job.env)
     job.refs = 1 + tasks
+    # Publishes the job to the tasks (see pool_task), last of its fields.
+    atomic_store(&job.next_part, 0)
     for t in range(tasks):
         if not schedule(cf, job):
             fetch_add(&job.refs, -(tasks - t))
