@@ -61,7 +61,8 @@ def interp(
         `right` is a string other than "extrapolate", `x` is complex,
         `period` is not a scalar.
       TypeError: `sorted_x` is not a bool or None, an input is not a numeric
-        array or scalar, or `xp` is empty (as jnp raises for each).
+        array or scalar, or `xp` is empty (IndexError for a scalar `x`), as
+        jnp raises for each.
 
     Example:
       >>> import jax.numpy as jnp, jaxsearch
@@ -121,7 +122,9 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
 
     n = xp.shape[0]
     if n == 0:
-        raise TypeError("interp: xp and fp are empty; there is nothing to interpolate from")
+        # What jnp's gathers raise: an IndexError for a scalar x.
+        error = IndexError if x.ndim == 0 else TypeError
+        raise error("interp: xp and fp are empty; there is nothing to interpolate from")
     # The segment [lo, hi] around each x: hi = clip(index, 1, n - 1) as in
     # jnp, whose fp[hi - 1] is fp[0] too when n == 1 (hi = 0, index -1 wraps).
     # Both are in bounds, so the gathers skip jnp's negative-index and bounds
