@@ -32,7 +32,10 @@ def interp(
 
     Returns what ``jnp.interp(x, xp, fp, left, right, period)`` returns: the
     same dtype and shape (``x.shape``), and the same values, computed with
-    jnp's formula in the same order of operations.
+    jnp's formula in the same order of operations, so with the same bits
+    wherever XLA compiles the arithmetic alike (it may contract a
+    multiply-add of one program into an FMA and not of the other: seen for
+    an integer `fp`, a difference in the last bit).
 
     Args:
       x: where to evaluate, any shape; real.
