@@ -78,8 +78,7 @@ def searchsorted(
     """
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if sorted_v is not None and not isinstance(sorted_v, (bool, np.bool_)):
-        raise TypeError(f"sorted_v must be True, False or None, got {sorted_v!r}")
+    check_order_flag("sorted_v", sorted_v)
     if method is not None and method not in JNP_METHODS:
         raise ValueError(f"method must be None or one of {JNP_METHODS}, got {method!r}")
     if implementation is not None and implementation not in IMPLEMENTATIONS:
@@ -93,7 +92,7 @@ def searchsorted(
             raise ValueError(f"implementation={implementation!r} cannot run here: {reason}")
     for name, x in (("a", a), ("v", v), ("sorter", sorter)):
         if name != "sorter" or x is not None:
-            _check_arraylike(name, x)
+            check_arraylike("searchsorted", name, x)
     a_shape = np.shape(a)
     if len(a_shape) != 1:
         raise ValueError(f"a must be 1-dimensional, got shape {a_shape}")
@@ -112,9 +111,15 @@ def searchsorted(
                          cpu_override=_tuning.cpu_config_override())
 
 
-def _check_arraylike(name: str, x: object) -> None:
+def check_order_flag(name: str, flag: object) -> None:
+    """TypeError unless `flag` (a sortedness promise) is True, False or None."""
+    if flag is not None and not isinstance(flag, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True, False or None, got {flag!r}")
+
+
+def check_arraylike(caller: str, name: str, x: object) -> None:
     """TypeError, as jnp raises, unless `x` is an array or a scalar of a
-    numeric dtype JAX takes."""
+    numeric dtype JAX takes; the message names `caller` and its argument."""
     if isinstance(x, (jax.Array, bool, int, float, complex)) or hasattr(x, "__jax_array__"):
         return
     if isinstance(x, (np.ndarray, np.generic)):
@@ -124,7 +129,7 @@ def _check_arraylike(name: str, x: object) -> None:
         except (TypeError, ValueError):  # strings, objects, datetimes
             pass
     dtype = getattr(x, "dtype", None)
-    raise TypeError(f"searchsorted: {name} must be a numeric array or scalar, got "
+    raise TypeError(f"{caller}: {name} must be a numeric array or scalar, got "
                     f"{type(x).__name__}{'' if dtype is None else f' of dtype {dtype}'}")
 
 
