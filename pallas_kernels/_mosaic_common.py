@@ -15,9 +15,12 @@ and indexes the array, and a masked store is a read-modify-write of the block
 (the interpreter runs the programs one after another, so no other program
 writes in between).
 
-Mosaic GPU refuses arithmetic on 8-bit arrays ("Upcast to a 16- or 32-bit
-type"): every load widens 8-bit integers to 16 bits, which keeps their order
-(bool arrives as uint8, see `as_kernel_operand`).
+Every load gives sort keys (`_order`), computed from integers only: the
+kernel reads floats as their bits (`as_kernel_operand`; a bitcast outside the
+kernel costs nothing), since jax 0.12's Mosaic GPU lowers no scalar bitcast
+("Scalars must be represented by non-vector types"). 8-bit integers widen to
+16 bits, which keeps their order: Mosaic GPU refuses arithmetic on 8-bit
+arrays ("Upcast to a 16- or 32-bit type"). Bool arrives as uint8.
 """
 
 import dataclasses
@@ -29,6 +32,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
+
+from ._order import bits_dtype, float_key
 
 LANES = 128  # CUDA threads in a warpgroup.
 WARPS_PER_WARPGROUP = 4
@@ -46,23 +51,21 @@ def interpret_params():
 
 
 def as_kernel_operand(x):
-    """`x` as the kernel reads it: bool as uint8 (Mosaic GPU has no byte-wide
-    bool in memory; sort_key maps bool to uint8 anyway)."""
-    return x.astype(jnp.uint8) if x.dtype == jnp.bool_ else x
+    """`x` as the kernel reads it: floats as their bits, bool as uint8
+    (Mosaic GPU has no byte-wide bool in memory)."""
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint8)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return lax.bitcast_convert_type(x, bits_dtype(x.dtype))
+    return x
 
 
-def widen(x):
+def _widen(x):
     """8-bit integers as 16-bit ones of the same signedness: the same order,
     and arithmetic Mosaic GPU can do."""
     if x.dtype.itemsize != 1:
         return x
     return x.astype(jnp.int16 if jnp.issubdtype(x.dtype, jnp.signedinteger) else jnp.uint16)
-
-
-def scalar_load(ref):
-    """`load(i, active)` for `_bisect` with a scalar `i`: one element, at `i`
-    clamped into the ref (every thread reads the same address)."""
-    return lambda i, active: widen(ref[jnp.clip(i, 0, ref.shape[0] - 1)])
 
 
 def _is_signed(dtype):
@@ -91,10 +94,13 @@ class Lanes:
 
     Attributes:
       size: elements per block, a multiple of 128.
+      dtype: the dtype searched (the kernel reads it as `as_kernel_operand`
+        gives it); every load returns its sort keys.
       interpret: whether the kernel runs in the interpreter.
     """
 
     size: int
+    dtype: jnp.dtype
     interpret: bool
 
     def __post_init__(self):
@@ -118,20 +124,31 @@ class Lanes:
         """`value` (a scalar) in every lane."""
         return self._fix_layout(jnp.full((self.size,), value, dtype))
 
+    def key(self, x):
+        """The sort keys of elements read from a kernel operand."""
+        if jnp.issubdtype(self.dtype, jnp.floating):
+            return float_key(x, self.dtype)
+        return _widen(x)
+
     def load(self, ref, start):
-        """`ref[start:start + size]`, widened; the slice must lie in the ref."""
-        return widen(self._fix_layout(ref[pl.ds(start, self.size)]))
+        """Keys of `ref[start:start + size]`; the slice must lie in the ref."""
+        return self.key(self._fix_layout(ref[pl.ds(start, self.size)]))
+
+    def scalar(self, ref):
+        """`load(i, active)` for `_bisect` with a scalar `i`: the key of one
+        element, at `i` clamped into the ref (every thread reads the same)."""
+        return lambda i, active: self.key(ref[jnp.clip(i, 0, ref.shape[0] - 1)])
 
     def gather(self, ref):
-        """`load(index, active)` for `_bisect`: per lane, `ref[index]` with
-        `index` clamped into the ref, widened."""
+        """`load(index, active)` for `_bisect`: per lane, the key of
+        `ref[index]` with `index` clamped into the ref."""
 
         def load(index, active):
             del active  # Clamped, every load is in bounds.
             index = self._fix_layout(jnp.clip(index, 0, ref.shape[0] - 1))
             if self.interpret:
-                return widen(ref[...][index])
-            return widen(self._inline_gather(ref, index))
+                return self.key(ref[...][index])
+            return self.key(self._inline_gather(ref, index))
 
         return load
 

@@ -15,7 +15,6 @@ import jax.numpy as jnp
 from . import _bisect
 from . import _mosaic_common as mc
 from ._args import resolve_config, validate
-from ._order import sort_key
 from .configs import BinarySearchConfig, default_binary_search_config
 
 
@@ -24,7 +23,7 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
     idx = _bisect.index_dtype(n + m + lanes.size * threads)
     block = mc.program_id(idx) * threads + mc.warpgroup_id(idx)
     start = mc.window(block * lanes.size, lanes.size, m)
-    v_key = sort_key(lanes.load(v_ref, start))
+    v_key = lanes.load(v_ref, start)
     lo, hi = lanes.full(0, idx), lanes.full(n, idx)
     answer = _bisect.lower_bound(
         lanes.gather(a_ref), lo, hi, v_key, steps=n.bit_length(), side=side
@@ -47,7 +46,7 @@ def mosaic_binary_search_searchsorted(a, v, *, side, out_dtype, config=None, int
         return jnp.zeros((m,), out_dtype)
     config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
     threads = mc.warpgroups(config.num_warps, config.block)
-    lanes = mc.Lanes(config.block // threads, interpret)
+    lanes = mc.Lanes(config.block // threads, a.dtype, interpret)
     padded = mc.padded_length(m, lanes)
     _bisect.check_extent(n + padded + config.block)
     kernel = functools.partial(_binary_search_kernel, lanes=lanes, threads=threads, side=side)

@@ -21,7 +21,6 @@ import jax.numpy as jnp
 from . import _bisect
 from . import _mosaic_common as mc
 from ._args import resolve_config, validate
-from ._order import sort_key
 from .configs import MergePathConfig, default_merge_path_config
 
 # Needles per warpgroup and block: 4 per thread keeps a 64-bit search's
@@ -35,7 +34,7 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
     d0 = jnp.minimum(mc.program_id(idx) * tile, n + m)
     d1 = jnp.minimum(d0 + tile, n + m)
     split = functools.partial(
-        _bisect.diagonal_split, mc.scalar_load(a_ref), mc.scalar_load(v_ref), n, m, side=side
+        _bisect.diagonal_split, lanes.scalar(a_ref), lanes.scalar(v_ref), n, m, side=side
     )
     i0, i1 = split(d0), split(d1)
     j0 = d0 - i0
@@ -52,14 +51,14 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
         position = window + lanes.iota(idx)
         valid = (position >= start) & (position < j0 + nv)
         lo = lanes.full(i0, idx)
-        # Arrays on both sides of the select: Mosaic GPU gives
-        # where(mask, scalar, scalar) the mask's signedness, unsigned.
+        # An array as the select's first choice: jax 0.10's Mosaic GPU gives
+        # where(mask, scalar, x) the mask's signedness, unsigned.
         hi = jnp.where(valid, lanes.full(i0 + na, idx), lo)
         answer = _bisect.lower_bound(
             lanes.gather(a_ref),
             lo,
             hi,
-            sort_key(lanes.load(v_ref, window)),
+            lanes.load(v_ref, window),
             steps=tile.bit_length(),
             side=side,
         )
@@ -85,7 +84,7 @@ def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interp
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
     config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
-    lanes = mc.Lanes(min(config.tile, _BLOCK), interpret)
+    lanes = mc.Lanes(min(config.tile, _BLOCK), a.dtype, interpret)
     threads = mc.warpgroups(config.num_warps, config.tile)
     merged = n + mc.padded_length(m, lanes)
     _bisect.check_extent(merged + config.tile)
