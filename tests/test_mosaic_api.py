@@ -1,6 +1,6 @@
 """`implementation="mosaic"` through the public searchsorted, in Mosaic GPU's
 interpreter on a CPU backend (the kernels' own cases are in
-test_pallas_interpret.py), and where the cuda dispatch takes Mosaic GPU."""
+test_pallas_interpret.py, the dispatch's in test_gpu_dispatch.py)."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +9,6 @@ from gpu_cases import sample
 
 import jaxsearch
 import jaxsearch.pallas_kernels as pk
-from jaxsearch import _gpu
 
 pytestmark = pytest.mark.skipif(not pk.mosaic_available()[0], reason=pk.mosaic_available()[1])
 
