@@ -14,7 +14,7 @@ from . import _cpu, _gpu, _primitive, _tuning
 
 Side = Literal["left", "right"]
 JNP_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
-IMPLEMENTATIONS = ("cython", "pallas", "triton", "xla")
+IMPLEMENTATIONS = ("cython", "pallas", "mosaic", "triton", "xla")
 _INT32_MAX = int(np.iinfo(np.int32).max)
 # Key dtypes the kernels take, on every platform; jnp serves the others.
 KERNEL_DTYPES = frozenset(jnp.dtype(t) for t in (
@@ -56,7 +56,9 @@ def searchsorted(
         jaxsearch choose.
       implementation: None (by platform: Cython on CPU, the GPU kernels on
         CUDA/ROCm, jnp elsewhere), "cython", "pallas" (the GPU kernels in
-        Pallas; interpret mode on a CPU backend), "triton" (the same kernels
+        Pallas; interpret mode on a CPU backend), "mosaic" (the same kernels
+        in Pallas' Mosaic GPU backend, for compute capability 9.0 and above;
+        its interpreter on a CPU backend), "triton" (the same kernels
         in native Triton through jax-triton; on a CPU backend Triton's
         interpreter, which needs torch and TRITON_INTERPRET=1) or "xla"
         (``jnp.searchsorted``).

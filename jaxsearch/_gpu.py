@@ -1,8 +1,10 @@
-"""The GPU path: the kernels in jaxsearch.pallas_kernels, written twice.
+"""The GPU path: the kernels in jaxsearch.pallas_kernels, written three times.
 
 "pallas": Pallas with its Triton backend (deprecated in jax 0.11, to leave
-jax later). "triton": the same kernels in the Triton language, called through
-jax-triton. Both take the same configs and give the same answers.
+jax later). "mosaic": Pallas with its Mosaic GPU backend, for compute
+capability 9.0 and above. "triton": the same kernels in the Triton language,
+called through jax-triton. All take the same configs and give the same
+answers.
 """
 
 from __future__ import annotations
@@ -14,23 +16,66 @@ import jax
 import numpy as np
 from jax import lax
 
+# Not public API, alike in jax 0.10 to 0.12: the mesh in force (an AOT
+# topology's devices too).
+from jax._src import mesh as _mesh_lib
+
 from . import _tuning
 from . import pallas_kernels as _pk
 
-GPU_IMPLEMENTATIONS = ("pallas", "triton")
+# In the order the dispatch prefers them, after the tuned choice.
+GPU_IMPLEMENTATIONS = ("pallas", "mosaic", "triton")
 PALLAS_AVAILABLE, PALLAS_REASON = _pk.pallas_available()
+# The wrappers of each implementation: (sorted needles, any needles).
+_KERNELS = {
+    "pallas": ("merge_path_searchsorted", "binary_search_searchsorted"),
+    "mosaic": ("mosaic_merge_path_searchsorted", "mosaic_binary_search_searchsorted"),
+    "triton": ("triton_merge_path_searchsorted", "triton_binary_search_searchsorted"),
+}
+# Mosaic GPU targets Hopper (sm_90a) and later.
+_MOSAIC_MIN_CAPABILITY = (9, 0)
 
 
 def status(implementation: str, *, interpret: bool = False) -> tuple[bool, str]:
     """Whether a GPU implementation can run here, and why not when it cannot.
 
     With `interpret`, whether it can run on the host in its interpreter (for
-    tests). Asking about "triton" may import triton (never jax-triton on a
-    machine without GPU support in jaxlib).
+    tests). Mosaic GPU needs compute capability 9.0 or above on the device
+    compiled for; an unknown device (lowering on a host with no GPU) counts
+    as 9.0, as Mosaic GPU's own lowering assumes. Asking about "triton" may
+    import triton (never jax-triton on a machine without GPU support in
+    jaxlib).
     """
     if implementation == "pallas":
         return PALLAS_AVAILABLE, PALLAS_REASON
+    if implementation == "mosaic":
+        ok, reason = _pk.mosaic_available()
+        capability = None if interpret or not ok else compute_capability()
+        if capability is not None and capability < _MOSAIC_MIN_CAPABILITY:
+            return False, ("Mosaic GPU needs compute capability 9.0 or above; the device "
+                           f"compiled for has {capability[0]}.{capability[1]}")
+        return ok, reason
     return _pk.triton_available(interpret=interpret)
+
+
+def compute_capability() -> tuple[int, int] | None:
+    """(major, minor) of the CUDA device being compiled for: the mesh's in
+    force (an AOT topology's included), else the first GPU's; None when no
+    device says (lowering on a host with no GPU)."""
+    mesh = _mesh_lib.get_concrete_mesh()
+    if not mesh.empty:
+        devices = list(mesh.devices.flat)
+    else:
+        try:
+            devices = jax.devices("gpu")
+        except RuntimeError:  # No GPU backend in this process.
+            devices = []
+    for device in devices:
+        capability = getattr(device, "compute_capability", None)
+        if capability:
+            major, minor = str(capability).split(".")[:2]
+            return int(major), int(minor)
+    return None
 
 
 @functools.cache
@@ -42,8 +87,9 @@ def _fallback_warning(reason: str) -> None:
 def choose(n: int, m: int, dtype) -> str | None:
     """The GPU implementation for this search: the one the tuning cache found
     fastest on this device, else Pallas where jax still has its Triton
-    backend, else native Triton where jax-triton imports; None (with a
-    one-time warning naming what to install) when neither can run."""
+    backend, else Mosaic GPU on compute capability 9.0 and above, else native
+    Triton where jax-triton imports; None (with a one-time warning naming what
+    to install) when none can run."""
     tuned = _tuning.gpu_config("implementation", n, m, dtype)
     candidates = ([tuned["name"]] if tuned and tuned.get("name") in GPU_IMPLEMENTATIONS
                   else []) + list(GPU_IMPLEMENTATIONS)
@@ -72,17 +118,13 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
       order: "any" (binary search), "sorted" (merge path, trusting that v is
         sorted) or "check" (a device reduction checks v; lax.cond picks).
       out_dtype: int32 or int64.
-      implementation: "pallas" or "triton".
+      implementation: "pallas", "mosaic" or "triton".
       interpret: run the kernels on the host, in their interpreter.
     """
     ok, reason = status(implementation, interpret=interpret)
     if not ok:
         raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
-    if implementation == "pallas":
-        merge_fn, bisect_fn = _pk.merge_path_searchsorted, _pk.binary_search_searchsorted
-    else:
-        merge_fn = _pk.triton_merge_path_searchsorted
-        bisect_fn = _pk.triton_binary_search_searchsorted
+    merge_fn, bisect_fn = (getattr(_pk, name) for name in _KERNELS[implementation])
     n, m = a.shape[0], v.shape[0]
     kwargs = dict(side=side, out_dtype=out_dtype, interpret=interpret)
     # Tuned tile sizes where the cache has them; else the kernels' heuristics.

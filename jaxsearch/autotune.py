@@ -277,7 +277,8 @@ def tune_gpu(grid: TuneGrid, progress: _bench.Progress, *, space: Sequence[Any] 
 
 def _race_gpu_implementations(dtype: str, size: int, *, grid: TuneGrid,
                               interpret: bool) -> _tuning.CacheEntry | None:
-    """Pallas against native Triton, each with its tuned or default configs,
+    """Every GPU implementation that runs here (Pallas Triton, Mosaic GPU,
+    native Triton) against the others, each with its tuned or default configs,
     on sorted needles at N = M = size: the winner's entry (kernel
     "implementation"), or None when none can run here."""
     names = [name for name in _gpu.GPU_IMPLEMENTATIONS

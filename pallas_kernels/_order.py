@@ -26,16 +26,28 @@ def sort_key(x):
         return x.astype(jnp.uint8)
     if jnp.issubdtype(dtype, jnp.integer):
         return x
-    int_dtype = jnp.dtype(f"int{8 * dtype.itemsize}")
+    return float_key(lax.bitcast_convert_type(x, bits_dtype(dtype)), dtype)
+
+
+def bits_dtype(dtype):
+    """The signed integer dtype as wide as float `dtype`."""
+    return jnp.dtype(f"int{8 * jnp.dtype(dtype).itemsize}")
+
+
+def float_key(bits, dtype):
+    """`sort_key` of floats of `dtype`, given as their bits (`bits_dtype`)."""
+    int_dtype = bits_dtype(dtype)
     int_max = jnp.iinfo(int_dtype).max
     inf_bits = int(np.array(np.inf, dtype).view(int_dtype))
-    bits = lax.bitcast_convert_type(x, int_dtype)
     magnitude = bits & int_max
-    bits = jnp.where(magnitude == 0, 0, bits)  # -0.0 -> +0.0
+    # The array first in each select: jax 0.10's Mosaic GPU gives
+    # where(mask, scalar, array) the mask's signedness, so that the keys would
+    # compare unsigned.
+    bits = jnp.where(magnitude != 0, bits, 0)  # -0.0 -> +0.0
     # Above +inf's bit pattern, so every NaN (of either sign) sorts last.
-    bits = jnp.where(magnitude > inf_bits, int_max, bits)
+    bits = jnp.where(magnitude <= inf_bits, bits, int_max)
     # Sign-magnitude to two's complement: flip the magnitude of negatives.
-    return bits ^ ((bits >> (8 * dtype.itemsize - 1)) & int_max)
+    return bits ^ ((bits >> (8 * int_dtype.itemsize - 1)) & int_max)
 
 
 def precedes(a_key, v_key, side):

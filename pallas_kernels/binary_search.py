@@ -11,20 +11,21 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from . import _common
+from . import _bisect, _common
 from ._args import resolve_config, validate
 from .configs import BinarySearchConfig, default_binary_search_config
 
 
 def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
-    idx = _common.index_dtype(n + m + block)
+    idx = _bisect.index_dtype(n + m + block)
     start = pl.program_id(0).astype(idx) * block
 
     def resolve(v_key, valid):
         lo = jnp.zeros(v_key.shape, idx)
         hi = jnp.where(valid, n, 0).astype(idx)
-        return _common.lower_bound(a_ref, lo, hi, v_key, steps=n.bit_length(), side=side)
+        load = functools.partial(_common.gather, a_ref)
+        return _bisect.lower_bound(load, lo, hi, v_key, steps=n.bit_length(), side=side)
 
     _common.resolve_needles(v_ref, o_ref, start, m - start, block=block, resolve=resolve)
 
@@ -52,7 +53,7 @@ def binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
     config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
-    _common.check_extent(n + m + config.block)
+    _bisect.check_extent(n + m + config.block)
     kernel = functools.partial(_binary_search_kernel, block=config.block, side=side)
     return _common.launch(
         kernel,

@@ -23,25 +23,10 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from . import _common
+from . import _bisect, _common
 from ._args import resolve_config, validate
 from ._order import precedes, sort_key
 from .configs import MergePathConfig, default_merge_path_config
-
-
-def _diagonal_split(a_ref, v_ref, diag, *, side):
-    """Per lane: how many elements of `a` the first `diag` merged ones hold."""
-    n, m = a_ref.shape[0], v_ref.shape[0]
-
-    def goes_right(i, active):
-        # a[i] against v[diag - 1 - i]: along a diagonal, true then false.
-        a_key = sort_key(_common.gather(a_ref, i, active))
-        v_key = sort_key(_common.gather(v_ref, diag - 1 - i, active))
-        return precedes(a_key, v_key, side)
-
-    lo = jnp.maximum(diag - m, 0)
-    hi = jnp.minimum(diag, n)
-    return _common.bisect(lo, hi, min(n, m).bit_length(), goes_right)
 
 
 def _compare_counts(a_ref, start, count, v_key, *, chunk, side):
@@ -56,19 +41,26 @@ def _compare_counts(a_ref, start, count, v_key, *, chunk, side):
         hits = precedes(sort_key(x)[None, :], v_key[:, None], side) & ok[None, :]
         return total + jnp.sum(hits, axis=1, dtype=total.dtype)
 
-    return _common.count_loop(
-        _common.cdiv_pow2(count, chunk), step, jnp.zeros(v_key.shape, start.dtype)
+    return _bisect.count_loop(
+        _bisect.cdiv_pow2(count, chunk), step, jnp.zeros(v_key.shape, start.dtype)
     )
 
 
 def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
-    idx = _common.index_dtype(n + m + tile)
+    idx = _bisect.index_dtype(n + m + tile)
     d0 = jnp.minimum(pl.program_id(0).astype(idx) * tile, n + m)
     d1 = jnp.minimum(d0 + tile, n + m)
     # Both boundaries in one search: two lanes share every step's latency.
     lane = jnp.arange(2, dtype=idx)
-    split = _diagonal_split(a_ref, v_ref, jnp.where(lane == 0, d0, d1), side=side)
+    split = _bisect.diagonal_split(
+        functools.partial(_common.gather, a_ref),
+        functools.partial(_common.gather, v_ref),
+        n,
+        m,
+        jnp.where(lane == 0, d0, d1),
+        side=side,
+    )
     i0 = jnp.max(jnp.where(lane == 0, split, 0))
     i1 = jnp.max(jnp.where(lane == 1, split, 0))
     j0, j1 = d0 - i0, d1 - i1
@@ -80,8 +72,13 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
     def resolve(v_key, valid):
         if method == "bisect":
             hi = jnp.where(valid, i0 + na, i0)
-            return _common.lower_bound(
-                a_ref, jnp.full(v_key.shape, i0), hi, v_key, steps=tile.bit_length(), side=side
+            return _bisect.lower_bound(
+                functools.partial(_common.gather, a_ref),
+                jnp.full(v_key.shape, i0),
+                hi,
+                v_key,
+                steps=tile.bit_length(),
+                side=side,
             )
         return i0 + _compare_counts(a_ref, i0, na, v_key, chunk=chunk, side=side)
 
@@ -91,7 +88,7 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
         return carry
 
     # One block when the promise holds; more only if it is broken.
-    _common.count_loop(_common.cdiv_pow2(nv, tile), needle_block, ())
+    _bisect.count_loop(_bisect.cdiv_pow2(nv, tile), needle_block, ())
 
 
 @functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
@@ -118,7 +115,7 @@ def merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=Fal
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
     config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
-    _common.check_extent(n + m + config.tile)
+    _bisect.check_extent(n + m + config.tile)
     kernel = functools.partial(
         _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side
     )

@@ -130,12 +130,12 @@ def check_broken_promises_stay_in_range(search, kernel):
             assert_in_range(search(kernel, a, v, side), len(a))
 
 
-def check_binary_search_any_needles(search):
+def check_binary_search_any_needles(search, kernel="binary"):
     rng = np.random.default_rng(4)
     a = sample(rng, "float32", 300)
     v = rng.permutation(sample(rng, "float32", 500))
     for side in SIDES:
-        np.testing.assert_array_equal(search("binary", a, v, side), expected(a, v, side))
+        np.testing.assert_array_equal(search(kernel, a, v, side), expected(a, v, side))
 
 
 def check_argument_errors(merge_path, binary_search, config_types):

@@ -52,8 +52,19 @@ def triton_calls(lowered):
     return triton_calls_in(lowered.compiler_ir("stablehlo").operation)
 
 
+def mosaic_calls(lowered):
+    """The Mosaic GPU custom calls of a lowered module, as MLIR operations."""
+    return custom_calls_in(lowered.compiler_ir("stablehlo").operation,
+                           lambda target: target.startswith("mosaic_gpu"))
+
+
 def triton_calls_in(module_op):
     """The Triton custom calls under an MLIR operation."""
+    return custom_calls_in(module_op, lambda target: target == TRITON_TARGET)
+
+
+def custom_calls_in(module_op, wanted):
+    """The custom calls under an MLIR operation whose target `wanted` takes."""
     found = []
 
     def walk(op):
@@ -61,10 +72,8 @@ def triton_calls_in(module_op):
             for block in region.blocks:
                 for child in block.operations:
                     child = child.operation
-                    if (
-                        child.name == "stablehlo.custom_call"
-                        and ir.StringAttr(child.attributes["call_target_name"]).value
-                        == TRITON_TARGET
+                    if child.name == "stablehlo.custom_call" and wanted(
+                        ir.StringAttr(child.attributes["call_target_name"]).value
                     ):
                         found.append(child)
                     walk(child)

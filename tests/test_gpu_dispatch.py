@@ -5,6 +5,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 from processes import run_python
@@ -25,11 +26,34 @@ def gpu_status(monkeypatch):
     return set_status
 
 
-def test_choose_prefers_pallas_then_triton(gpu_status):
-    gpu_status(pallas=True, triton=True)
+def test_choose_prefers_pallas_then_mosaic_then_triton(gpu_status):
+    gpu_status(pallas=True, mosaic=True, triton=True)
     assert _gpu.choose(1000, 1000, np.float32) == "pallas"
+    gpu_status(pallas=False, mosaic=True, triton=True)
+    assert _gpu.choose(1000, 1000, np.float32) == "mosaic"
     gpu_status(pallas=False, triton=True)
     assert _gpu.choose(1000, 1000, np.float32) == "triton"
+
+
+@pytest.mark.skipif(not _gpu.status("mosaic", interpret=True)[0], reason="no Mosaic GPU here")
+@pytest.mark.parametrize("capability, runs", [((8, 0), False), ((8, 9), False), ((9, 0), True),
+                                              ((10, 0), True), (None, True)])
+def test_mosaic_needs_compute_capability_9(monkeypatch, capability, runs):
+    monkeypatch.setattr(_gpu, "compute_capability", lambda: capability)
+    ok, reason = _gpu.status("mosaic")
+    assert ok == runs
+    assert runs or f"has {capability[0]}.{capability[1]}" in reason
+    # Its interpreter runs anywhere.
+    assert _gpu.status("mosaic", interpret=True)[0]
+
+
+def test_compute_capability_of_the_device_compiled_for():
+    # No GPU in this process (JAX_PLATFORMS=cpu, or none installed): unknown.
+    if jax.default_backend() == "cpu":
+        assert _gpu.compute_capability() is None
+    else:
+        major, minor = _gpu.compute_capability()
+        assert (major, minor) >= (1, 0)
 
 
 def test_choose_follows_the_tuning_cache(gpu_status, monkeypatch):
@@ -41,7 +65,8 @@ def test_choose_follows_the_tuning_cache(gpu_status, monkeypatch):
 
 def test_choose_warns_once_and_names_what_to_install(gpu_status):
     gpu_status()
-    with pytest.warns(RuntimeWarning, match="pallas: pallas missing; triton: triton missing"):
+    with pytest.warns(RuntimeWarning, match="pallas: pallas missing; mosaic: mosaic missing; "
+                                            "triton: triton missing"):
         assert _gpu.choose(10, 10, np.float32) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -61,7 +86,7 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     import jaxsearch
     from jaxsearch import _gpu, pallas_kernels
-    from lowering import lower_for_cuda, triton_calls
+    from lowering import lower_for_cuda, mosaic_calls, triton_calls
     assert not _gpu.PALLAS_AVAILABLE and "Pallas Triton backend" in _gpu.PALLAS_REASON
     assert callable(pallas_kernels.triton_merge_path_searchsorted)
     a, v = jnp.arange(100.0), jnp.linspace(-1.0, 101.0, 7)
@@ -71,6 +96,7 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
         warnings.simplefilter("always")
         lowered = lower_for_cuda(lambda a, v: jaxsearch.searchsorted(a, v), a, v)
     print("triton calls:", len(triton_calls(lowered)))
+    print("mosaic calls:", len(mosaic_calls(lowered)))
     print("warnings:", [str(w.message) for w in caught])
 """)
 
@@ -78,7 +104,10 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
 def test_cuda_dispatch_without_pallas_triton_backend():
     done = run_python("-c", WITHOUT_PALLAS_TRITON.format(tests=str(TESTS)))
     assert done.returncode == 0, done.stderr[-3000:]
-    if _gpu.status("triton")[0]:  # a GPU machine with jax-triton: native Triton
+    if _gpu.status("mosaic")[0]:  # Mosaic GPU (the lowering assumes sm_90 here)
+        assert "mosaic calls: 0" not in done.stdout and "triton calls: 0" in done.stdout
+        assert "no GPU kernel can run here" not in done.stdout
+    elif _gpu.status("triton")[0]:  # a GPU machine with jax-triton: native Triton
         assert "triton calls: 0" not in done.stdout
     else:  # here: jnp on the GPU, with a warning that says what to install
         assert "triton calls: 0" in done.stdout

@@ -1,8 +1,14 @@
-"""Correctness of the Pallas kernels against numpy and jnp.searchsorted.
+"""Correctness of the Pallas kernels, Triton and Mosaic GPU backends, against
+numpy and jnp.searchsorted.
 
-Every case runs in the Pallas interpreter on any backend and, marked `gpu`,
-compiled on a GPU when there is one (`pytest -m gpu`). Shapes are few and
-small: each new shape, dtype or config costs a compile (about 0.3 s).
+Every case runs in the backends' interpreters on any backend and, marked
+`gpu`, compiled on a GPU when there is one (`pytest -m gpu`; Mosaic GPU
+needs compute capability 9.0 or above). Mosaic GPU's interpreter replaces
+the kernels' two inline Mosaic GPU operations (per-lane gather, masked store)
+by plain jnp, so only a GPU run checks those two; tests/test_mosaic_compile.py
+checks that they compile. Shapes are few and small: each new shape, dtype or
+config costs a compile (about 0.3 s; several seconds in Mosaic GPU's
+interpreter, which calls back to the host for every memory access).
 """
 
 import contextlib
@@ -38,19 +44,54 @@ def interpret(request):
     return request.param
 
 
-# Small tiles and blocks, so that small inputs span many programs.
-KERNELS = {
-    "merge_bisect": functools.partial(
-        pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
-    ),
-    "merge_compare": functools.partial(
-        pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
-    ),
-    "binary": functools.partial(
-        pk.binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
-    ),
+# Small tiles and blocks, so that small inputs span many programs; the
+# "_wg2" Mosaic GPU kernels run two warpgroups per program.
+KERNELS = {}
+if pk.pallas_available()[0]:
+    KERNELS.update(
+        merge_bisect=functools.partial(
+            pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
+        ),
+        merge_compare=functools.partial(
+            pk.merge_path_searchsorted,
+            config=pk.MergePathConfig(tile=128, method="compare", chunk=32),
+        ),
+        binary=functools.partial(
+            pk.binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
+        ),
+    )
+if pk.mosaic_available()[0]:
+    KERNELS.update(
+        mosaic_merge=functools.partial(
+            pk.mosaic_merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
+        ),
+        mosaic_merge_wg2=functools.partial(
+            pk.mosaic_merge_path_searchsorted, config=pk.MergePathConfig(tile=256, num_warps=8)
+        ),
+        mosaic_binary=functools.partial(
+            pk.mosaic_binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
+        ),
+        mosaic_binary_wg2=functools.partial(
+            pk.mosaic_binary_search_searchsorted,
+            config=pk.BinarySearchConfig(block=256, num_warps=8),
+        ),
+    )
+MERGE_KERNELS = [k for k in KERNELS if "merge" in k]
+BINARY_KERNELS = [k for k in KERNELS if "binary" in k]
+# One kernel of each kind and backend, for the cases where more warpgroups
+# change nothing (in Mosaic GPU's interpreter, every case costs seconds).
+MATRIX_KERNELS = [k for k in KERNELS if "wg2" not in k]
+
+
+# (merge path, binary search) wrappers of each backend this jax has.
+WRAPPERS = {
+    backend: (getattr(pk, f"{prefix}merge_path_searchsorted"),
+              getattr(pk, f"{prefix}binary_search_searchsorted"))
+    for backend, prefix, (ok, _) in (("triton", "", pk.pallas_available()),
+                                     ("mosaic", "mosaic_", pk.mosaic_available()))
+    if ok
 }
-MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
+DEFAULT_WRAPPERS = [fn for pair in WRAPPERS.values() for fn in pair]
 
 
 def run(kernel, a, v, side, interpret, out_dtype="int32"):
@@ -75,7 +116,7 @@ def case_search(interpret):
     return functools.partial(run, interpret=interpret)
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes(kernel, dtype, case_search):
     gpu_cases.check_dtype(case_search, kernel, dtype)
@@ -87,12 +128,12 @@ def test_sizes(kernel, n, m, case_search):
     gpu_cases.check_size(case_search, kernel, n, m)
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
 def test_subnormals_keep_ieee_order(kernel, case_search):
     gpu_cases.check_subnormals_keep_ieee_order(case_search, kernel)
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
 def test_empty(kernel):
     one = jnp.ones(1, jnp.float32)
     empty = jnp.ones(0, jnp.float32)
@@ -106,7 +147,7 @@ def test_empty(kernel):
     np.testing.assert_array_equal(batched(jnp.ones((3, 4))), np.zeros((3, 4)))
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
 @pytest.mark.parametrize(
     "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
 )
@@ -132,7 +173,7 @@ def test_vmap(kernel, in_axes, interpret):
     np.testing.assert_array_equal(fn(a_in, v_in), np.stack(want))
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
 def test_x64_mode_int32_inputs(kernel, case_search):
     # Python ints become int64 under x64: the kernels must not care.
     with jax.enable_x64(True):
@@ -144,11 +185,12 @@ def test_broken_promises_stay_in_range(kernel, case_search):
     gpu_cases.check_broken_promises_stay_in_range(case_search, kernel)
 
 
-def test_binary_search_any_needles(case_search):
-    gpu_cases.check_binary_search_any_needles(case_search)
+@pytest.mark.parametrize("kernel", BINARY_KERNELS)
+def test_binary_search_any_needles(kernel, case_search):
+    gpu_cases.check_binary_search_any_needles(case_search, kernel)
 
 
-@pytest.mark.parametrize("kernel", MERGE_KERNELS)
+@pytest.mark.parametrize("kernel", [k for k in MERGE_KERNELS if k in MATRIX_KERNELS])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_merge_path_property(kernel, data):
@@ -172,7 +214,7 @@ def test_default_configs(interpret):
     rng = np.random.default_rng(5)
     a = sample(rng, "float32", 5000)
     v = sample(rng, "float32", 3000)
-    for fn in (pk.merge_path_searchsorted, pk.binary_search_searchsorted):
+    for fn in DEFAULT_WRAPPERS:
         result = fn(
             jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
         )
@@ -231,12 +273,20 @@ def test_sort_key_total_order():
     assert key[-1] == key[-2] > key[-3]
 
 
-def test_argument_checks():
+@pytest.mark.parametrize("backend", WRAPPERS)
+def test_argument_checks(backend):
     gpu_cases.check_argument_errors(
-        pk.merge_path_searchsorted,
-        pk.binary_search_searchsorted,
-        (pk.MergePathConfig, pk.BinarySearchConfig),
+        *WRAPPERS[backend], (pk.MergePathConfig, pk.BinarySearchConfig)
     )
+
+
+@pytest.mark.skipif(not pk.mosaic_available()[0], reason="no Mosaic GPU in this jax")
+def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
+    f32 = jnp.ones(4, jnp.float32)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        pk.mosaic_binary_search_searchsorted(
+            f32, f32, side="left", out_dtype=jnp.int32, config=pk.BinarySearchConfig(block=64)
+        )
 
 
 @pytest.mark.parametrize(
@@ -267,15 +317,14 @@ def test_tuning_space_and_defaults_are_valid():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a GPU backend")
+@pytest.mark.parametrize("backend", WRAPPERS)
 @pytest.mark.parametrize("index, config", list(enumerate(pk.tuning_space())), ids=str)
-def test_tuning_space_on_device(index, config):
+def test_tuning_space_on_device(backend, index, config):
     """Every config the autotuner may pick gives exact answers on the GPU."""
     rng = np.random.default_rng(7)
     a = sample(rng, "float32", 100_003)
     v = sample(rng, "float32", 70_001)
-    fn = (
-        pk.merge_path_searchsorted if config.kind == "merge_path" else pk.binary_search_searchsorted
-    )
+    fn = WRAPPERS[backend][config.kind != "merge_path"]
     side = ("left", "right")[index % 2]  # One compile per config, both sides.
     result = fn(jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=jnp.int32, config=config)
     np.testing.assert_array_equal(result, expected(a, v, side))

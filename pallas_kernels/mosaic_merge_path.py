@@ -1,0 +1,96 @@
+"""Merge-path searchsorted for sorted needles (Pallas, Mosaic GPU backend).
+
+The partition is the Triton kernel's (see `merge_path.py`): the merge of `a`
+and `v` is cut into tiles of `tile` elements, one program each; a program
+finds where its two diagonals cross `a` and `v` by a fixed-step binary search
+(scalar loads, every thread alike), then resolves its needles by a binary
+search inside its slice of `a`, one needle per lane, in blocks of at most
+`_BLOCK` needles that its warpgroups take in turn. Blocks start anywhere, so
+each lane stores under a mask (see `_mosaic_common`).
+
+Broken promises (unsorted `a` or `v`) give unspecified answers, but every
+answer lies in [0, N] and every needle is written, as in the Triton kernel.
+Config `method='compare'` has no Mosaic GPU form here: it resolves by bisection.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from . import _bisect
+from . import _mosaic_common as mc
+from ._args import resolve_config, validate
+from .configs import MergePathConfig, default_merge_path_config
+
+# Needles per warpgroup and block: 4 per thread keeps a 64-bit search's
+# registers (bounds, keys, loaded values) well under the spill line.
+_BLOCK = 4 * mc.LANES
+
+
+def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
+    n, m = a_ref.shape[0], v_ref.shape[0]
+    idx = _bisect.index_dtype(n + m + tile)
+    d0 = jnp.minimum(mc.program_id(idx) * tile, n + m)
+    d1 = jnp.minimum(d0 + tile, n + m)
+    split = functools.partial(
+        _bisect.diagonal_split, lanes.scalar(a_ref), lanes.scalar(v_ref), n, m, side=side
+    )
+    i0, i1 = split(d0), split(d1)
+    j0 = d0 - i0
+    # Sorted inputs: na + nv = d1 - d0 <= tile. Broken promises may give a
+    # negative length; clamping keeps every index in range.
+    na = jnp.maximum(i1 - i0, 0)
+    nv = jnp.maximum(d1 - i1 - j0, 0)
+    stride = lanes.size * threads
+    first = j0 + mc.warpgroup_id(idx) * lanes.size
+
+    def needle_block(b, carry):
+        start = first + b * stride
+        window = mc.window(start, lanes.size, m)
+        position = window + lanes.iota(idx)
+        valid = (position >= start) & (position < j0 + nv)
+        lo = lanes.full(i0, idx)
+        # An array as the select's first choice: jax 0.10's Mosaic GPU gives
+        # where(mask, scalar, x) the mask's signedness, unsigned.
+        hi = jnp.where(valid, lanes.full(i0 + na, idx), lo)
+        answer = _bisect.lower_bound(
+            lanes.gather(a_ref),
+            lo,
+            hi,
+            lanes.load(v_ref, window),
+            steps=tile.bit_length(),
+            side=side,
+        )
+        lanes.store_where(o_ref, window, answer, valid)
+        return carry
+
+    # One round when the promise holds; more only if it is broken.
+    _bisect.count_loop(_bisect.cdiv_pow2(nv, stride), needle_block, ())
+
+
+@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
+def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
+    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`, by Mosaic GPU.
+
+    Arguments, result and guarantees as `merge_path_searchsorted`'s (the
+    Pallas Triton kernel), except: `config.tile` must be at least 128
+    (`num_warps // 4` warpgroups per program; `method`, `chunk` and
+    `num_stages` are not used), and `interpret` runs the kernel in Mosaic
+    GPU's interpreter.
+    """
+    out_dtype = validate(a, v, side, out_dtype)
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        return jnp.zeros((m,), out_dtype)
+    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
+    lanes = mc.Lanes(min(config.tile, _BLOCK), a.dtype, interpret)
+    threads = mc.warpgroups(config.num_warps, config.tile)
+    merged = n + mc.padded_length(m, lanes)
+    _bisect.check_extent(merged + config.tile)
+    kernel = functools.partial(
+        _merge_path_kernel, tile=config.tile, lanes=lanes, threads=threads, side=side
+    )
+    grid = -(-merged // config.tile)
+    return mc.launch(kernel, a, v, out_dtype=out_dtype, grid=grid, lanes=lanes, threads=threads,
+                     interpret=interpret, name="mosaic_merge_path_searchsorted")
