@@ -28,9 +28,10 @@ if (_Path(__file__).parent.parent / "meson.build").exists() and \
     raise ImportError(_message)
 
 from ._api import IMPLEMENTATIONS, JNP_METHODS, searchsorted
+from ._cumsum import searchsorted_cumsum
 from ._primitive import export_disabled_checks
 from ._sharded import sharded_searchsorted
 
 __version__ = "0.1.0"
-__all__ = ["searchsorted", "sharded_searchsorted", "export_disabled_checks",
+__all__ = ["searchsorted", "searchsorted_cumsum", "sharded_searchsorted", "export_disabled_checks",
            "IMPLEMENTATIONS", "JNP_METHODS", "__version__"]
