@@ -478,16 +478,16 @@ def ffi_api_version():
 # Int32 attributes: `order` (ORDER_*), `right` (0/1), `segment` (weights
 # per segment, at most) and `threads`.
 # ======================================================================
-from cumsum_search cimport (weight_t, CUMSUM_CHAINS, segment_sum, needles_before,
-                            running_sums, merge_segments)
+from cumsum_search cimport (weight_t, MAX_SEGMENT, MERGE_BLOCK, as_double, segment_sum,
+                            needles_before, running_sums, merge_segment)
 from search_kernels cimport in_order
 
 cdef enum:
     CUMSUM_PHASES = 3
     # Needles per part in phase 2, at least.
     CUMSUM_NEEDLE_GRAIN = 4096
-    # Needles converted to double at a time for the binary search.
-    CUMSUM_NEEDLE_BLOCK = 256
+    # Segments per part in phases 0 and 1.
+    SEGMENTS_PER_PART = 4
 
 cdef extern from *:
     """
@@ -522,12 +522,12 @@ cdef void cumsum_sum_part(CumsumJob* job, long part, const weight_t* w,
     """Phase 0: the part's segment sums, and the order of its needle slice."""
     cdef long row = part // job.slices, piece = part % job.slices
     cdef int64_t a_off, v_off, k, n = job.shape.n, m = job.shape.m, nv, lo, hi, t
-    cdef int64_t first = piece * CUMSUM_CHAINS
+    cdef int64_t first = piece * SEGMENTS_PER_PART
     cdef bint ok = True
     row_offsets(&job.shape, row, &a_off, &v_off)
     w += a_off
     v += v_off
-    for k in range(first, min(first + CUMSUM_CHAINS, job.segments)):
+    for k in range(first, min(first + SEGMENTS_PER_PART, job.segments)):
         job.sums[row * job.segments + k] = segment_sum(
             w + k * job.segment, min(job.segment, n - k * job.segment))
     if job.shape.order != ORDER_CHECK:
@@ -579,36 +579,34 @@ cdef void cumsum_bases(CumsumJob* job) noexcept nogil:
 
 cdef void cumsum_merge_part(CumsumJob* job, long part, const weight_t* w, const weight_t* v,
                             idx_t* out, const side_t* side) noexcept nogil:
-    """Phase 1: the part's segments, merged with their needles (or their
-    running sums written out, in an unsorted row)."""
+    """Phase 1: the part's segments, each merged with its needles (or, in an
+    unsorted row, its running sums written out)."""
     cdef long row = part // job.slices, piece = part % job.slices
-    cdef int64_t a_off, v_off, n = job.shape.n, m = job.shape.m, k, c
-    cdef int64_t first = piece * CUMSUM_CHAINS
-    cdef int count = <int>(min(first + CUMSUM_CHAINS, job.segments) - first)
-    cdef const double* bases = job.bases + row * (job.segments + 1) + first
-    cdef Py_ssize_t start[CUMSUM_CHAINS]
-    cdef Py_ssize_t stop[CUMSUM_CHAINS]
-    cdef Py_ssize_t lo[CUMSUM_CHAINS + 1]
+    cdef int64_t a_off, v_off, n = job.shape.n, m = job.shape.m, k, start, count, lo, hi
+    cdef int64_t first = piece * SEGMENTS_PER_PART
+    cdef const double* bases = job.bases + row * (job.segments + 1)
+    cdef bint unsorted = atomic_load(&job.unsorted[row]) != 0
     cdef bint right = side_t is RightSide
+    cdef double sums[MAX_SEGMENT]
+    cdef double block[MERGE_BLOCK]
     row_offsets(&job.shape, row, &a_off, &v_off)
     w += a_off
     v += v_off
     out += row * m
-    for c in range(count):
-        start[c] = (first + c) * job.segment
-        stop[c] = min(start[c] + job.segment, n)
-    if atomic_load(&job.unsorted[row]):
-        for c in range(count):
-            running_sums(w + start[c], stop[c] - start[c], bases[c],
-                         job.prefix + row * n + start[c])
-        return
-    # The needles between consecutive bases; the first segment also takes
-    # those before any sum, the last those after every one.
-    for c in range(count + 1):
-        k = first + c
-        lo[c] = 0 if k == 0 else m if k == job.segments else \
-            needles_before(v, m, bases[c], right)
-    merge_segments(w, v, out, start, stop, bases, lo, lo + 1, count, side)
+    # A segment's needles lie between its base and the next (the first
+    # segment also takes those before any sum, the last those after all);
+    # neighbouring parts compute their shared bound alike.
+    lo = 0 if first == 0 or unsorted else needles_before(v, m, bases[first], right)
+    for k in range(first, min(first + SEGMENTS_PER_PART, job.segments)):
+        start = k * job.segment
+        count = min(job.segment, n - start)
+        if unsorted:
+            running_sums(w + start, count, bases[k], job.prefix + row * n + start)
+            continue
+        running_sums(w + start, count, bases[k], sums)
+        hi = m if k == job.segments - 1 else needles_before(v, m, bases[k + 1], right)
+        merge_segment(sums, count, v + lo, max(hi - lo, 0), out + lo, start, block, side)
+        lo = max(lo, hi)
 
 
 cdef void cumsum_bisect_part(CumsumJob* job, long part, const weight_t* v, idx_t* out,
@@ -616,26 +614,21 @@ cdef void cumsum_bisect_part(CumsumJob* job, long part, const weight_t* v, idx_t
     """Phase 2: a slice of an unsorted row's needles, binary-searched in its
     running sums."""
     cdef long row = part // job.needle_slices, piece = part % job.needle_slices
-    cdef int64_t a_off, v_off, n = job.shape.n, m = job.shape.m, j, t, count
+    cdef int64_t a_off, v_off, n = job.shape.n, m = job.shape.m, j, size
     cdef int64_t lo = m * piece // job.needle_slices, hi = m * (piece + 1) // job.needle_slices
     cdef const double* sums = job.prefix + row * n
     cdef Py_ssize_t na = non_nan_prefix(sums, n)
-    cdef double block[CUMSUM_NEEDLE_BLOCK]
+    cdef double block[MERGE_BLOCK]
     if not atomic_load(&job.unsorted[row]):
         return
     row_offsets(&job.shape, row, &a_off, &v_off)
     v += v_off
     out += row * m
-    if weight_t is double:
-        bisect_kernel(sums, na, n, v + lo, hi - lo, out + lo, side)
-    else:  # the needles in double, a block at a time
-        j = lo
-        while j < hi:
-            count = min(<int64_t>CUMSUM_NEEDLE_BLOCK, hi - j)
-            for t in range(count):
-                block[t] = v[j + t]
-            bisect_kernel(sums, na, n, <const double*>block, count, out + j, side)
-            j += count
+    j = lo
+    while j < hi:
+        size = min(<int64_t>MERGE_BLOCK, hi - j)
+        bisect_kernel(sums, na, n, as_double(v + j, size, block), size, out + j, side)
+        j += size
 
 
 cdef void cumsum_run_typed(CumsumJob* job, int phase, long part, const weight_t* w,
@@ -732,7 +725,7 @@ cdef const char* cumsum_plan(CumsumJob* job, int threads, int64_t segment) noexc
         job.rows *= job.shape.out_buf.dims[d]
     job.segment = segment
     job.segments = (job.shape.n + segment - 1) // segment
-    job.slices = (job.segments + CUMSUM_CHAINS - 1) // CUMSUM_CHAINS
+    job.slices = (job.segments + SEGMENTS_PER_PART - 1) // SEGMENTS_PER_PART
     per_row = job.shape.m // CUMSUM_NEEDLE_GRAIN
     job.needle_slices = max(1, min(<int64_t>threads * PARTS_PER_THREAD, per_row))
     job.parts[0] = job.rows * job.slices
@@ -758,8 +751,8 @@ cdef const char* cumsum_search(const XLA_FFI_CallFrame* cf, const int32_t* attrs
         return b"jaxsearch: w and v need one dtype, float32 or float64; the output int32 or int64"
     if threads < 1 or threads > 1024:
         return b"jaxsearch: threads must be in [1, 1024]"
-    if attrs[2] < 1:
-        return b"jaxsearch: segment must be positive"
+    if attrs[2] < 1 or attrs[2] > MAX_SEGMENT:
+        return b"jaxsearch: segment must be in [1, 4096]"
     job = <CumsumJob*>calloc(1, sizeof(CumsumJob))
     if job == NULL:
         return b"jaxsearch: out of memory"

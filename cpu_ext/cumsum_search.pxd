@@ -5,9 +5,10 @@
 #
 # The weights are cut into segments of at most a few thousand. Their sums
 # (in double, `segment_sum`) and a prefix over them give each segment its
-# base, the running sum before it; a segment then merges its own running
-# sums, started from its base, with the needles that fall between its base
-# and the next one (`merge_segments`). The running sums are accumulated in
+# base, the running sum before it; a segment then writes its own running
+# sums, started from its base, into a buffer that stays in cache
+# (`running_sums`), and merges them with the needles that fall between its
+# base and the next one (`merge_segment`, the search's merge kernel). The running sums are accumulated in
 # double whatever the weights, and no sum runs longer than a segment from an
 # accurate base, so each P[t] is within about (segment length) * 2^-53 of the
 # exact sum, relative, for non-negative weights: as accurate as a float64
@@ -16,7 +17,7 @@
 # Every kernel keeps its indices in bounds and writes every needle whatever
 # the inputs: negative weights (an unsorted running sum) or unsorted needles
 # give unspecified indices, never an access out of bounds.
-from search_kernels cimport idx_t, side_t, RightSide
+from search_kernels cimport idx_t, side_t, RightSide, merge_kernel, non_nan_prefix
 
 ctypedef fused weight_t:
     float
@@ -25,8 +26,11 @@ ctypedef fused weight_t:
 cdef enum:
     # Independent accumulators of a segment sum: the adds overlap.
     SUM_LANES = 8
-    # Segments merged in lock-step, to hide each merge's loop-carried latency.
-    CUMSUM_CHAINS = 6
+    # Needles converted to double at a time.
+    MERGE_BLOCK = 1024
+    # The longest segment: its running sums fit in a buffer on the stack
+    # (and in the L1 or L2 cache).
+    MAX_SEGMENT = 4096
 
 
 cdef inline bint sum_before(double s, double x, bint right) noexcept nogil:
@@ -69,55 +73,58 @@ cdef inline Py_ssize_t needles_before(const weight_t* v, Py_ssize_t m, double ba
 
 cdef inline void running_sums(const weight_t* w, Py_ssize_t count, double base,
                               double* out) noexcept nogil:
-    """out[t] = base + w[0] + ... + w[t] for t < count, in double."""
-    cdef Py_ssize_t t
-    for t in range(count):
-        base += w[t]
+    """out[t] = base + w[0] + ... + w[t] for t < count, in double.
+
+    Four weights per step of the loop-carried sum (a chain of one add per
+    weight was latency-bound); each out[t] is `base` plus a sum of at most
+    four weights, so the sums stay non-decreasing for non-negative weights.
+    """
+    cdef Py_ssize_t t = 0
+    cdef double w0, w01, w012
+    while t + 4 <= count:
+        w0 = w[t]
+        w01 = w0 + w[t + 1]
+        w012 = w01 + w[t + 2]
+        out[t] = base + w0
+        out[t + 1] = base + w01
+        out[t + 2] = base + w012
+        base = base + (w01 + (<double>w[t + 2] + w[t + 3]))
+        out[t + 3] = base
+        t += 4
+    for t in range(t, count):
+        base = base + w[t]
         out[t] = base
 
 
-cdef inline void merge_segments(const weight_t* w, const weight_t* v, idx_t* out,
-                                const Py_ssize_t* start, const Py_ssize_t* stop,
-                                const double* base, const Py_ssize_t* first,
-                                const Py_ssize_t* last, int count,
-                                const side_t* side) noexcept nogil:
-    """Merges up to CUMSUM_CHAINS segments in lock-step.
+cdef inline const double* as_double(const weight_t* v, Py_ssize_t size,
+                                   double* block) noexcept nogil:
+    """v[0:size] in double: v itself, or converted into `block`."""
+    cdef Py_ssize_t t
+    if weight_t is double:
+        return v
+    else:
+        for t in range(size):
+            block[t] = v[t]
+        return block
 
-    Segment k holds weights w[start[k]:stop[k]] (non-empty), its running sums
-    start from base[k], and it answers the needles v[first[k]:last[k]].
-    Each step either counts one running sum for the current needle or writes
-    the needle's answer; a needle past the segment's last running sum gets
-    stop[k]. Branch-free: the weight to add is selected, never branched on.
-    """
-    cdef bint right = side_t is RightSide
-    cdef Py_ssize_t i[CUMSUM_CHAINS]
-    cdef Py_ssize_t j[CUMSUM_CHAINS]
-    cdef Py_ssize_t end[CUMSUM_CHAINS]
-    cdef double s[CUMSUM_CHAINS]
-    cdef Py_ssize_t steps, t, k
-    cdef bint take
-    for k in range(CUMSUM_CHAINS):
-        if k < count:
-            i[k], j[k], end[k] = start[k], first[k], max(first[k], last[k])
-            s[k] = base[k] + w[start[k]]
-        else:  # an idle chain: no needles
-            i[k], j[k], end[k], s[k] = 0, 0, 0, 0.0
-    # As in the search merge: a step moves j by at most one, so no chain can
-    # finish within `steps` steps and the inner loop needs no test per step.
-    while True:
-        steps = end[0] - j[0]
-        for k in range(1, CUMSUM_CHAINS):
-            if end[k] > j[k]:
-                steps = min(steps, end[k] - j[k]) if steps > 0 else end[k] - j[k]
-        if steps <= 0:
-            break
-        for t in range(steps):
-            for k in range(CUMSUM_CHAINS):
-                if j[k] < end[k]:
-                    take = (i[k] < stop[k]) & sum_before(s[k], v[j[k]], right)
-                    out[j[k]] = <idx_t>i[k]
-                    i[k] += take
-                    j[k] += not take
-                    # The clamped load stays inside the segment; past its end
-                    # the sum is never counted again, so its value is moot.
-                    s[k] += w[min(i[k], stop[k] - 1)] if take else 0.0
+
+cdef inline void merge_segment(const double* sums, Py_ssize_t count, const weight_t* v,
+                               Py_ssize_t m, idx_t* out, Py_ssize_t offset, double* block,
+                               const side_t* side) noexcept nogil:
+    """The answers of sorted needles v[0:m] among one segment's running sums
+    sums[0:count] (in cache), plus `offset`: the search's merge kernel, on
+    blocks of needles converted to double in `block` (MERGE_BLOCK of them).
+    A NaN needle comes after every non-NaN sum (and, on side='right', after
+    the NaN ones too)."""
+    cdef Py_ssize_t na = non_nan_prefix(sums, count), j = 0, t, size, nv
+    cdef const double* needles
+    while j < m:
+        size = min(<Py_ssize_t>MERGE_BLOCK, m - j)
+        needles = as_double(v + j, size, block)
+        nv = non_nan_prefix(needles, size)
+        merge_kernel(sums, na, needles, nv, out + j, side)
+        for t in range(nv):
+            out[j + t] += <idx_t>offset
+        for t in range(nv, size):
+            out[j + t] = <idx_t>(offset + (count if side_t is RightSide else na))
+        j += size

@@ -148,8 +148,9 @@ def search(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     n, m = w.shape[-1], v.shape[-1]
     threads = 1 if n + m < _MIN_PARALLEL else min(_cpu.available_cores(), _cpu.MAX_THREADS)
     if segment is None:
-        # About CHAINS segments per part and 16 parts per thread, as the search.
-        per_segment = n // (threads * 16 * 6)
+        # About 16 parts of 4 segments per thread (as the search's parts),
+        # within MAX_SEGMENT.
+        per_segment = n // (threads * 16 * 4)
         segment = min(MAX_SEGMENT, max(_MIN_SEGMENT, 1 << max(per_segment, 1).bit_length()))
     return searchsorted_cumsum_p.bind(w, v, side=side, order=order,
                                       out_dtype=np.dtype(out_dtype), threads=threads,
