@@ -559,7 +559,9 @@ cdef void cumsum_bases(CumsumJob* job) noexcept nogil:
             t = hi + x                               # two-sum: hi + x = t + error
             lo += (hi - (t - (t - hi))) + (x - (t - hi))
             hi = t
-            b = hi + lo
+            # Past an infinite (or NaN) sum the compensation is NaN: the
+            # sum is what it is.
+            b = hi + lo if hi - hi == 0.0 else hi
             # Non-decreasing in the total order (NaN last and sticky).
             if prev != prev or b < prev:
                 b = prev

@@ -15,6 +15,7 @@ so gradients are zero.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Literal
 
 import jax
@@ -141,20 +142,30 @@ def _searchsorted_cumsum(w, v, *, side, order, implementation):
 
 
 def search(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-           implementation: str | None = None, segment: int | None = None) -> jax.Array:
+           implementation: str | None = None, segment: int | None = None,
+           threads: int | None = None) -> jax.Array:
     """Binds the primitive on rows: w (*batch, n), v (*batch, m), one dtype
-    (float32 or float64), n, m >= 1; `segment` overrides the kernel's segment
-    length (tests use short ones)."""
-    n, m = w.shape[-1], v.shape[-1]
-    threads = 1 if n + m < _MIN_PARALLEL else min(_cpu.available_cores(), _cpu.MAX_THREADS)
-    if segment is None:
-        # About 16 parts of 4 segments per thread (as the search's parts),
-        # within MAX_SEGMENT.
-        per_segment = n // (threads * 16 * 4)
-        segment = min(MAX_SEGMENT, max(_MIN_SEGMENT, 1 << max(per_segment, 1).bit_length()))
+    (float32 or float64), n, m >= 1. `segment` and `threads` override the
+    CPU kernel's segment length and thread count (tests use short segments
+    and several threads on small inputs); by default the lowering picks
+    them from the shapes it sees, batch dimensions included (vmap adds them
+    after this bind)."""
     return searchsorted_cumsum_p.bind(w, v, side=side, order=order,
                                       out_dtype=np.dtype(out_dtype), threads=threads,
-                                      segment=int(segment), implementation=implementation)
+                                      segment=segment, implementation=implementation)
+
+
+def _cpu_plan(w_shape, v_shape) -> tuple[int, int]:
+    """(threads, segment) for the CPU kernel on these shapes."""
+    n, m = w_shape[-1], v_shape[-1]
+    rows = math.prod(jnp.broadcast_shapes(w_shape[:-1], v_shape[:-1]))
+    threads = 1 if rows * (n + m) < _MIN_PARALLEL else \
+        min(_cpu.available_cores(), _cpu.MAX_THREADS)
+    # About 16 parts of 4 segments per thread (as the search's parts),
+    # within MAX_SEGMENT.
+    per_segment = rows * n // (threads * 16 * 4)
+    segment = min(MAX_SEGMENT, max(_MIN_SEGMENT, 1 << max(per_segment, 1).bit_length()))
+    return threads, segment
 
 
 # ---------------------------------------------------------------- jnp route
@@ -173,7 +184,9 @@ def _add_pairs(x, y):
     s, e = _two_sum(x[0], y[0])
     e = e + (x[1] + y[1])
     hi = s + e
-    return hi, e - (hi - s)
+    # Past an infinite sum the error terms are NaN: the sum is s itself.
+    finite = jnp.isfinite(s)
+    return jnp.where(finite, hi, s), jnp.where(finite, e - (hi - s), 0)
 
 
 def compensated_cumsum(w: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -232,8 +245,10 @@ def _cpu_rows(w, v, *, side, order, out_dtype, threads, segment, implementation)
     if implementation in ("xla", "pallas"):
         return _jnp_rows(w, v, side=side, order=order, out_dtype=out_dtype,
                          implementation=implementation)
+    planned_threads, planned_segment = _cpu_plan(w.shape, v.shape)
     return _cpu.search_cumsum(w, v, side=side, order=order, out_dtype=out_dtype,
-                              threads=threads, segment=segment)
+                              threads=threads or planned_threads,
+                              segment=segment or min(planned_segment, w.shape[-1]))
 
 
 def _gpu_rows(w, v, *, implementation, **params):
