@@ -329,11 +329,27 @@ cdef bint schedule(const XLA_FFI_CallFrame* cf, void (*task)(void* data) noexcep
     return False
 
 
+cdef void start_tasks(const XLA_FFI_CallFrame* cf, void (*task)(void* data) noexcept nogil,
+                      void* job, long* refs, fenv_t* env, long tasks) noexcept nogil:
+    """Puts up to `tasks` task(job) on XLA's thread pool, each holding a
+    reference to the job (the caller holds one more), with the caller's
+    floating-point mode saved in `env` for them."""
+    cdef long t
+    tasks = max(tasks, 0)
+    if tasks:
+        fegetenv(env)
+    refs[0] = 1 + tasks
+    for t in range(tasks):
+        if not schedule(cf, task, job):
+            fetch_add(refs, -(tasks - t))
+            break
+
+
 cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexcept nogil:
     """Runs the whole call; returns an error message or NULL."""
     cdef Job* job
     cdef const char* message
-    cdef int threads = attrs[4], t, tasks
+    cdef int threads = attrs[4]
     if not check_dtypes(<const XLA_FFI_Buffer*>cf.args.args[0],
                         <const XLA_FFI_Buffer*>cf.args.args[1],
                         <const XLA_FFI_Buffer*>cf.rets.rets[0]):
@@ -354,14 +370,7 @@ cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexc
     job.next_part = 0
     job.done_parts = 0
     advise_huge_pages(job.out_buf)
-    tasks = <int>max(0, min(<long>threads, job.parts) - 1)
-    if tasks:
-        fegetenv(&job.env)
-    job.refs = 1 + tasks
-    for t in range(tasks):
-        if not schedule(cf, pool_task, job):
-            fetch_add(&job.refs, -(tasks - t))
-            break
+    start_tasks(cf, pool_task, job, &job.refs, &job.env, min(<long>threads, job.parts) - 1)
     work(job)
     # Parts claimed by pool tasks may still be running; unstarted tasks are
     # not waited for (they find no part left, and the last one frees the job).
@@ -746,7 +755,7 @@ cdef const char* cumsum_search(const XLA_FFI_CallFrame* cf, const int32_t* attrs
     cdef const XLA_FFI_Buffer* w = <const XLA_FFI_Buffer*>cf.args.args[0]
     cdef const XLA_FFI_Buffer* v = <const XLA_FFI_Buffer*>cf.args.args[1]
     cdef XLA_FFI_Buffer* out = <XLA_FFI_Buffer*>cf.rets.rets[0]
-    cdef int threads = attrs[3], t, tasks
+    cdef int threads = attrs[3]
     if not ((w.dtype == XLA_FFI_DataType_F32 or w.dtype == XLA_FFI_DataType_F64)
             and v.dtype == w.dtype
             and (out.dtype == XLA_FFI_DataType_S32 or out.dtype == XLA_FFI_DataType_S64)):
@@ -765,14 +774,8 @@ cdef const char* cumsum_search(const XLA_FFI_CallFrame* cf, const int32_t* attrs
         free_cumsum_job(job)
         return message
     advise_huge_pages(out)
-    tasks = <int>max(0, min(<long>threads, job.parts[0]) - 1)
-    if tasks:
-        fegetenv(&job.shape.env)
-    job.refs = 1 + tasks
-    for t in range(tasks):
-        if not schedule(cf, cumsum_pool_task, job):
-            fetch_add(&job.refs, -(tasks - t))
-            break
+    start_tasks(cf, cumsum_pool_task, job, &job.refs, &job.shape.env,
+                min(<long>threads, job.parts[0]) - 1)
     # Returns once every phase is done: pool tasks that start later find
     # nothing left, and the last one to let go frees the job.
     cumsum_work(job)

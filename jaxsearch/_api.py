@@ -76,10 +76,7 @@ def searchsorted(
       >>> jaxsearch.searchsorted(jnp.array([1, 2, 2, 3]), jnp.array([2, 4]))
       Array([1, 4], dtype=int32)
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if sorted_v is not None and not isinstance(sorted_v, (bool, np.bool_)):
-        raise TypeError(f"sorted_v must be True, False or None, got {sorted_v!r}")
+    order = check_side_and_order(side, sorted_v)
     if method is not None and method not in JNP_METHODS:
         raise ValueError(f"method must be None or one of {JNP_METHODS}, got {method!r}")
     if implementation is not None and implementation not in IMPLEMENTATIONS:
@@ -103,13 +100,22 @@ def searchsorted(
     if implementation == "cython" and jax.default_backend() != "cpu":
         raise ValueError("implementation='cython' needs the CPU backend; "
                          f"the default backend is {jax.default_backend()!r}")
-    order = {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
-                                                        else bool(sorted_v)]
     # This thread's use_cpu_config override is a static argument, so jit keeps
     # one compilation per override and a call never runs with another thread's
     # (the tuning cache answers when there is none, at trace time).
     return _searchsorted(a, v, sorter, side=side, order=order, implementation=implementation,
                          cpu_override=_tuning.cpu_config_override())
+
+
+def check_side_and_order(side: str, sorted_v: bool | None) -> str:
+    """Checks `side` and `sorted_v`; returns the needles' order for the
+    kernels: "check" (sorted_v=None), "sorted" (True) or "any" (False)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    if sorted_v is not None and not isinstance(sorted_v, (bool, np.bool_)):
+        raise TypeError(f"sorted_v must be True, False or None, got {sorted_v!r}")
+    return {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
+                                                        else bool(sorted_v)]
 
 
 def _check_arraylike(name: str, x: object) -> None:

@@ -93,10 +93,7 @@ def searchsorted_cumsum(
       >>> jaxsearch.searchsorted_cumsum(jnp.array([0.5, 0.25, 0.25]), jnp.array([0.1, 0.6]))
       Array([0, 1], dtype=int32)
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if sorted_v is not None and not isinstance(sorted_v, (bool, np.bool_)):
-        raise TypeError(f"sorted_v must be True, False or None, got {sorted_v!r}")
+    order = _api.check_side_and_order(side, sorted_v)
     if implementation is not None and implementation not in IMPLEMENTATIONS:
         raise ValueError(
             f"implementation must be None or one of {IMPLEMENTATIONS}, got {implementation!r}")
@@ -110,8 +107,6 @@ def searchsorted_cumsum(
     dtype = jnp.result_type(w, v)
     if jnp.issubdtype(dtype, jnp.complexfloating):
         raise TypeError(f"searchsorted_cumsum needs real weights and needles, got {dtype}")
-    order = {None: "check", True: "sorted", False: "any"}[
-        None if sorted_v is None else bool(sorted_v)]
     return _searchsorted_cumsum(w, v, side=side, order=order, implementation=implementation)
 
 
@@ -276,10 +271,5 @@ def _batch(args, dims, **params):
 searchsorted_cumsum_p.def_impl(functools.partial(_primitive._impl, searchsorted_cumsum_p))
 searchsorted_cumsum_p.def_abstract_eval(_abstract_eval)
 batching.primitive_batchers[searchsorted_cumsum_p] = _batch
-mlir.register_lowering(searchsorted_cumsum_p, mlir.lower_fun(_other_rows, multiple_results=False))
-if _cpu.AVAILABLE:
-    mlir.register_lowering(searchsorted_cumsum_p, mlir.lower_fun(_cpu_rows, multiple_results=False),
-                           platform="cpu")
-for _platform in ("cuda", "rocm"):
-    mlir.register_lowering(searchsorted_cumsum_p, mlir.lower_fun(_gpu_rows, multiple_results=False),
-                           platform=_platform)
+_primitive.register_lowerings(searchsorted_cumsum_p, default=_other_rows, cpu=_cpu_rows,
+                              gpu=_gpu_rows)
