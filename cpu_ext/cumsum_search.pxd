@@ -8,11 +8,12 @@
 # base, the running sum before it; a segment then writes its own running
 # sums, started from its base, into a buffer that stays in cache
 # (`running_sums`), and merges them with the needles that fall between its
-# base and the next one (`merge_segment`, the search's merge kernel). The running sums are accumulated in
-# double whatever the weights, and no sum runs longer than a segment from an
-# accurate base, so each P[t] is within about (segment length) * 2^-53 of the
-# exact sum, relative, for non-negative weights: as accurate as a float64
-# running sum, and better than one over all the weights.
+# base and the next one (`merge_segment`, the search's merge kernel). The
+# running sums are accumulated in double whatever the weights, and no sum
+# runs longer than a segment from an accurately summed base, so each P[t] is
+# within about (segment length) * 2^-53 of the exact sum, relative, for
+# non-negative weights: as accurate as a float64 running sum, and better
+# than one over all the weights.
 #
 # Every kernel keeps its indices in bounds and writes every needle whatever
 # the inputs: negative weights (an unsorted running sum) or unsorted needles

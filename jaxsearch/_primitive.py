@@ -439,4 +439,5 @@ def export_disabled_checks() -> list:
     runs the exported artifact must `import jaxsearch` (it registers the CPU
     custom call)."""
     check = jax.export.DisabledSafetyCheck.custom_call
-    return [check(_cpu.TARGET_NAME), check("__gpu$xla.gpu.triton")]
+    return [check(_cpu.TARGET_NAME), check(_cpu.CUMSUM_TARGET_NAME),
+            check("__gpu$xla.gpu.triton")]

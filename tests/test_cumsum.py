@@ -182,6 +182,16 @@ def test_jit_uses_the_custom_call_on_cpu():
                                                            np.linspace(0, 100, 50)))
 
 
+def test_export_for_cpu_and_cuda():
+    """One artifact for both platforms (per-platform lowering rules); run
+    here on CPU."""
+    f = jax.jit(functools.partial(jaxsearch.searchsorted_cumsum, sorted_v=True))
+    w, v = jnp.ones(1000), jnp.linspace(0, 1000, 300)
+    exported = jax.export.export(f, platforms=["cpu", "cuda"],
+                                 disabled_checks=jaxsearch.export_disabled_checks())(w, v)
+    np.testing.assert_array_equal(exported.call(w, v), f(w, v))
+
+
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_vmap_batched_w_v_and_both(implementation):
     rng = np.random.default_rng(2)
