@@ -28,11 +28,13 @@ if (_Path(__file__).parent.parent / "meson.build").exists() and \
     raise ImportError(_message)
 
 from ._api import IMPLEMENTATIONS, JNP_METHODS, searchsorted
+from ._cumsum import searchsorted_cumsum
 from ._digitize import digitize
 from ._interp import interp
 from ._primitive import export_disabled_checks
 from ._sharded import sharded_searchsorted
 
 __version__ = "0.1.0"
-__all__ = ["searchsorted", "digitize", "interp", "sharded_searchsorted", "export_disabled_checks",
+__all__ = ["searchsorted", "searchsorted_cumsum", "digitize", "interp", "sharded_searchsorted",
+           "export_disabled_checks",
            "IMPLEMENTATIONS", "JNP_METHODS", "__version__"]

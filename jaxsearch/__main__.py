@@ -5,6 +5,8 @@
   minute).
 * ``python -m jaxsearch bench [--quick] [--output DIR]``: the full benchmark;
   writes ``bench_<device_kind>.json`` and ``.png`` into DIR.
+  ``--family resampling``: particle resampling (searchsorted_cumsum against
+  a numba callback, jnp and numpy); writes ``resampling_<device_kind>.json``.
 * ``python -m jaxsearch info [--n N] [--m M] [--dtype DTYPE]``: platform,
   implementations, the tuning cache in use, and the config that would be
   chosen.
@@ -24,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _bench, _cpu, _gpu, _tuning
+from . import _bench, _bench_resampling, _cpu, _gpu, _tuning
 
 
 def parse_count(text: str) -> int:
@@ -73,8 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     b = sub.add_parser("bench", help="the full benchmark: JSON, PNG and a table")
+    b.add_argument("--family", choices=("searchsorted", "resampling"), default="searchsorted",
+                   help="searchsorted (default): the search against its peers; resampling: "
+                        "particle-filter ancestors, searchsorted_cumsum against a numba "
+                        "callback, jnp and numpy")
     b.add_argument("--quick", action="store_true",
-                   help="a small grid (sizes 1e3..1e6, float32/int32): a minute or two")
+                   help="a small grid (sizes 1e3..1e6, float32/int32; resampling: 1e4, 1e5 "
+                        "and 16x1e3 under vmap): a minute or two")
     b.add_argument("--output", type=Path, default=Path("."),
                    help="folder for bench_<device>.json and .png (default: .)")
     b.add_argument("--sizes", type=parse_counts, help="N = M sizes, e.g. 1e3,1e5,1e7")
@@ -114,6 +121,13 @@ def run_bench(args: argparse.Namespace) -> int:
         print(_bench.bench_table(results))
         png = _bench.plot_results(results, args.output / args.replot.with_suffix(".png").name)
         print(f"wrote png: {png}")
+        return 0
+    if args.family == "resampling":
+        table, path = _bench_resampling.bench(
+            quick=args.quick, output=args.output, repeats=args.bench_repeats or 5,
+            max_call_s=args.max_call_s or 5.0)
+        print(table)
+        print(f"wrote json: {path}")
         return 0
     grid = _bench.QUICK_GRID if args.quick else _bench.FULL_GRID
     overrides = {"sizes": args.sizes, "dtypes": args.dtypes, "skew_size": args.skew_size,

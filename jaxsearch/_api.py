@@ -78,9 +78,7 @@ def searchsorted(
       >>> jaxsearch.searchsorted(jnp.array([1, 2, 2, 3]), jnp.array([2, 4]))
       Array([1, 4], dtype=int32)
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    check_order_flag("sorted_v", sorted_v)
+    order = check_side_and_order(side, sorted_v)
     if method is not None and method not in JNP_METHODS:
         raise ValueError(f"method must be None or one of {JNP_METHODS}, got {method!r}")
     if implementation is not None and implementation not in IMPLEMENTATIONS:
@@ -104,8 +102,6 @@ def searchsorted(
     if implementation == "cython" and jax.default_backend() != "cpu":
         raise ValueError("implementation='cython' needs the CPU backend; "
                          f"the default backend is {jax.default_backend()!r}")
-    order = {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
-                                                        else bool(sorted_v)]
     # This thread's use_cpu_config override is a static argument, so jit keeps
     # one compilation per override and a call never runs with another thread's
     # (the tuning cache answers when there is none, at trace time).
@@ -117,6 +113,16 @@ def check_order_flag(name: str, flag: object) -> None:
     """TypeError unless `flag` (a sortedness promise) is True, False or None."""
     if flag is not None and not isinstance(flag, (bool, np.bool_)):
         raise TypeError(f"{name} must be True, False or None, got {flag!r}")
+
+
+def check_side_and_order(side: str, sorted_v: bool | None) -> str:
+    """Checks `side` and `sorted_v`; returns the needles' order for the
+    kernels: "check" (sorted_v=None), "sorted" (True) or "any" (False)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    check_order_flag("sorted_v", sorted_v)
+    return {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
+                                                        else bool(sorted_v)]
 
 
 def check_arraylike(caller: str, name: str, x: object) -> None:

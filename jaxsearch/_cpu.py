@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 TARGET_NAME = "jaxsearch_searchsorted_cpu"
+CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 
 try:
     from . import _cpu_ext
@@ -20,6 +21,8 @@ else:
     UNAVAILABLE_REASON = None
     try:
         jax.ffi.register_ffi_target(TARGET_NAME, _cpu_ext.handler_capsule(), platform="cpu")
+        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, _cpu_ext.cumsum_handler_capsule(),
+                                    platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
 
@@ -69,13 +72,47 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
+    return _call(TARGET_NAME, a, v, out_dtype,
+                 right=np.int32(side == "right"),
+                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                 kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
+                 threads=np.int32(threads),
+                 grain=np.int32(min(grain, np.iinfo(np.int32).max)))
+
+
+def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
+                  threads: int = 1, segment: int = 4096) -> jax.Array:
+    """searchsorted of `v` in the running sum of `w`, by the Cython kernel,
+    as an XLA custom call (the running sum is never materialised for sorted
+    needles).
+
+    Args:
+      w: weights, float32 or float64, shape (..., n) with n >= 1.
+      v: needles of w's dtype, shape (..., m) with m >= 1; leading dimensions
+        broadcast against w's as in numpy.
+      side: "left" or "right".
+      order: "any", "sorted" (trust that each row of v is sorted) or "check".
+      out_dtype: int32 or int64.
+      threads: at most this many threads, in [1, MAX_THREADS].
+      segment: weights per segment: no running sum runs longer than this
+        from an exactly rounded base, which bounds its rounding error.
+
+    Returns:
+      The insertion indices, shape broadcast(w.shape[:-1], v.shape[:-1]) + (m,).
+    """
+    return _call(CUMSUM_TARGET_NAME, w, v, out_dtype,
+                 right=np.int32(side == "right"),
+                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                 threads=np.int32(threads),
+                 segment=np.int32(segment))
+
+
+def _call(target: str, a: jax.Array, v: jax.Array, out_dtype: np.dtype,
+          **attributes: np.int32) -> jax.Array:
+    """One call of an FFI target of the extension: operands a (..., n) and
+    v (..., m), the int32 output broadcast over their batch dimensions."""
     if not AVAILABLE:
         raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
     out_shape = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1]) + v.shape[-1:]
-    call = jax.ffi.ffi_call(TARGET_NAME, jax.ShapeDtypeStruct(out_shape, out_dtype))
-    return call(a, v,
-                right=np.int32(side == "right"),
-                order=np.int32(_cpu_ext.ORDER_NAMES[order]),
-                kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
-                threads=np.int32(threads),
-                grain=np.int32(min(grain, np.iinfo(np.int32).max)))
+    call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out_shape, out_dtype))
+    return call(a, v, **attributes)

@@ -413,13 +413,23 @@ mlir.register_lowering(partitioned_p, _lower_partitioned)
 # without them); jax's own custom_partitioning_p is registered the same way.
 _dispatch.prim_requires_devices_during_lowering.add(partitioned_p)
 _rows_p.def_abstract_eval(_rows_abstract_eval)
-mlir.register_lowering(_rows_p, mlir.lower_fun(_xla_rows, multiple_results=False))
-if _cpu.AVAILABLE:
-    mlir.register_lowering(_rows_p, mlir.lower_fun(_cpu_rows, multiple_results=False),
-                           platform="cpu")
-for _platform in ("cuda", "rocm"):
-    mlir.register_lowering(_rows_p, mlir.lower_fun(_gpu_rows, multiple_results=False),
-                           platform=_platform)
+
+
+def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable,
+                       gpu: Callable) -> None:
+    """Lowers `primitive` by the jnp-level function of each platform: `cpu`
+    where the CPU extension is available, `gpu` on cuda and rocm, `default`
+    elsewhere (and on a CPU without the extension)."""
+    mlir.register_lowering(primitive, mlir.lower_fun(default, multiple_results=False))
+    if _cpu.AVAILABLE:
+        mlir.register_lowering(primitive, mlir.lower_fun(cpu, multiple_results=False),
+                               platform="cpu")
+    for platform in ("cuda", "rocm"):
+        mlir.register_lowering(primitive, mlir.lower_fun(gpu, multiple_results=False),
+                               platform=platform)
+
+
+register_lowerings(_rows_p, default=_xla_rows, cpu=_cpu_rows, gpu=_gpu_rows)
 
 
 def export_disabled_checks() -> list:
@@ -429,4 +439,5 @@ def export_disabled_checks() -> list:
     runs the exported artifact must `import jaxsearch` (it registers the CPU
     custom call)."""
     check = jax.export.DisabledSafetyCheck.custom_call
-    return [check(_cpu.TARGET_NAME), check("__gpu$xla.gpu.triton")]
+    return [check(_cpu.TARGET_NAME), check(_cpu.CUMSUM_TARGET_NAME),
+            check("__gpu$xla.gpu.triton")]

@@ -1,0 +1,131 @@
+# Search in a running sum without materialising it: out[j] is the number of
+# running sums P[t] = w[0] + ... + w[t] that come before needle v[j] for the
+# side (P[t] < v[j] for side='left', P[t] <= v[j] for 'right'), in the total
+# order of searchsorted (every NaN equal and last).
+#
+# The weights are cut into segments of at most a few thousand. Their sums
+# (in double, `segment_sum`) and a prefix over them give each segment its
+# base, the running sum before it; a segment then writes its own running
+# sums, started from its base, into a buffer that stays in cache
+# (`running_sums`), and merges them with the needles that fall between its
+# base and the next one (`merge_segment`, the search's merge kernel). The
+# running sums are accumulated in double whatever the weights, and no sum
+# runs longer than a segment from an accurately summed base, so each P[t] is
+# within about (segment length) * 2^-53 of the exact sum, relative, for
+# non-negative weights: as accurate as a float64 running sum, and better
+# than one over all the weights.
+#
+# Every kernel keeps its indices in bounds and writes every needle whatever
+# the inputs: negative weights (an unsorted running sum) or unsorted needles
+# give unspecified indices, never an access out of bounds.
+from search_kernels cimport idx_t, side_t, RightSide, merge_kernel, non_nan_prefix
+
+ctypedef fused weight_t:
+    float
+    double
+
+cdef enum:
+    # Independent accumulators of a segment sum: the adds overlap.
+    SUM_LANES = 8
+    # Needles converted to double at a time.
+    MERGE_BLOCK = 1024
+    # The longest segment: its running sums fit in a buffer on the stack
+    # (and in the L1 or L2 cache).
+    MAX_SEGMENT = 4096
+
+
+cdef inline bint sum_before(double s, double x, bint right) noexcept nogil:
+    """Whether a running sum s counts for needle x, in the total order: NaN
+    needles come after every number, and a NaN sum after every needle but
+    a NaN one on side='right'."""
+    return (s < x) | (right & (s == x)) | ((x != x) & (right | (s == s)))
+
+
+cdef inline double segment_sum(const weight_t* w, Py_ssize_t count) noexcept nogil:
+    """Sum of w[0:count] in double."""
+    cdef double acc[SUM_LANES]
+    cdef Py_ssize_t t = 0, k
+    for k in range(SUM_LANES):
+        acc[k] = 0.0
+    while t + SUM_LANES <= count:
+        for k in range(SUM_LANES):
+            acc[k] += w[t + k]
+        t += SUM_LANES
+    for t in range(t, count):
+        acc[0] += w[t]
+    for k in range(1, SUM_LANES):
+        acc[0] += acc[k]
+    return acc[0]
+
+
+cdef inline Py_ssize_t needles_before(const weight_t* v, Py_ssize_t m, double base,
+                                      bint right) noexcept nogil:
+    """How many of the sorted needles v[0:m] have their answer before the
+    running sum `base`: those for which `base` does not count."""
+    cdef Py_ssize_t lo = 0, hi = m, mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if sum_before(base, v[mid], right):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+cdef inline void running_sums(const weight_t* w, Py_ssize_t count, double base,
+                              double* out) noexcept nogil:
+    """out[t] = base + w[0] + ... + w[t] for t < count, in double.
+
+    Four weights per step of the loop-carried sum (a chain of one add per
+    weight was latency-bound); each out[t] is `base` plus a sum of at most
+    four weights, so the sums stay non-decreasing for non-negative weights.
+    """
+    cdef Py_ssize_t t = 0
+    cdef double w0, w01, w012
+    while t + 4 <= count:
+        w0 = w[t]
+        w01 = w0 + w[t + 1]
+        w012 = w01 + w[t + 2]
+        out[t] = base + w0
+        out[t + 1] = base + w01
+        out[t + 2] = base + w012
+        base = base + (w01 + (<double>w[t + 2] + w[t + 3]))
+        out[t + 3] = base
+        t += 4
+    for t in range(t, count):
+        base = base + w[t]
+        out[t] = base
+
+
+cdef inline const double* as_double(const weight_t* v, Py_ssize_t size,
+                                   double* block) noexcept nogil:
+    """v[0:size] in double: v itself, or converted into `block`."""
+    cdef Py_ssize_t t
+    if weight_t is double:
+        return v
+    else:
+        for t in range(size):
+            block[t] = v[t]
+        return block
+
+
+cdef inline void merge_segment(const double* sums, Py_ssize_t count, const weight_t* v,
+                               Py_ssize_t m, idx_t* out, Py_ssize_t offset, double* block,
+                               const side_t* side) noexcept nogil:
+    """The answers of sorted needles v[0:m] among one segment's running sums
+    sums[0:count] (in cache), plus `offset`: the search's merge kernel, on
+    blocks of needles converted to double in `block` (MERGE_BLOCK of them).
+    A NaN needle comes after every non-NaN sum (and, on side='right', after
+    the NaN ones too)."""
+    cdef Py_ssize_t na = non_nan_prefix(sums, count), j = 0, t, size, nv
+    cdef const double* needles
+    while j < m:
+        size = min(<Py_ssize_t>MERGE_BLOCK, m - j)
+        needles = as_double(v + j, size, block)
+        nv = non_nan_prefix(needles, size)
+        merge_kernel(sums, na, needles, nv, out + j, side)
+        for t in range(nv):
+            out[j + t] += <idx_t>offset
+        for t in range(nv, size):
+            out[j + t] = <idx_t>(offset + (count if side_t is RightSide else na))
+        j += size
