@@ -508,15 +508,6 @@ cdef enum:
     # Segments per part in phases 0 and 1.
     SEGMENTS_PER_PART = 4
 
-cdef extern from *:
-    """
-    static inline void jaxsearch_store(long* p, long v) {
-        __atomic_store_n(p, v, __ATOMIC_RELEASE);
-    }
-    """
-    void atomic_store "jaxsearch_store"(long* p, long v) noexcept nogil
-
-
 cdef struct CumsumJob:
     Job shape                       # buffers, n, m, batch strides (from plan)
     long refs
