@@ -97,7 +97,7 @@ def default_merge_path_config(n, m, dtype):
     Large tiles amortise each program's two diagonal searches; small inputs
     take smaller tiles so that every SM still gets programs. Two elements of
     the tile per thread (four at the largest tile, whose 16 warps are a
-    program's most) keep registers low (at most 55 on an H200, no spill for
+    program's most) keep registers low (at most 64 on an H200, no spill for
     any key dtype) and occupancy high.
     """
     del dtype  # Keys are at most 64 bits; the tile bounds registers enough.

@@ -7,9 +7,10 @@ ptxas included, and the GPU kernels become sm_90a cubins. The slim set of
 wheels that allows it is the `h200-compile` extra (jax's CUDA plugin matching
 jaxlib, and ptxas from nvidia-cuda-nvcc-cu12).
 
-Importable (the test tier and bench/gpu_resources.py use it): the H200's
-target description, `missing_wheels()`, `compile_env()`, `matrix_cases()`
-and `run_worker()`. Run as a script, this file is that worker: it reads
+Importable (the test tier, bench/gpu_resources.py and
+tests/cuda_topology_check.py use it): the H200's target description,
+`missing_wheels()`, the cases (`config_cases()`, `dispatch_cases()`,
+`canary_cases()`) and `run_worker()`. Run as a script, this file is that worker: it reads
 cases (JSON) on stdin, compiles each in this process for the H200 and prints
 one JSON line per case. It runs in a process of its own because XLA reads
 XLA_FLAGS and its log settings once, when it starts, and the plugin needs
