@@ -4,8 +4,12 @@
 #   1. pip installs jaxsearch from this repository (no build isolation, no
 #      dependencies: the build requirements must already be installed; wheels
 #      put in $WHEELS, default bench/wheels, e.g. meson-python, go in first);
-#   2. runs the GPU tests (pytest -m gpu);
-#   3. benchmarks N = M = 1e8 sorted int32 and float32: the merge-path and
+#   2. runs the GPU tests (pytest -m gpu): every GPU implementation that can
+#      run here (Pallas, native Triton where jax-triton works) against jnp;
+#   3. the deviceless resource report: every tuning config compiled by XLA
+#      for an H200 with spills fatal, its registers, spills and shared memory
+#      (bench/gpu_resources.py; needs jax's CUDA plugin, which a GPU jax has);
+#   4. benchmarks N = M = 1e8 sorted int32 and float32: the merge-path and
 #      binary-search kernels against jnp's methods, torch and cupy, and a
 #      device-to-device copy of the same bytes (bench/gpu_bench.py).
 # Each step gets a time limit from what is left of $DEADLINE (default 465 s),
@@ -63,8 +67,11 @@ step "pip install jaxsearch" 180 290 \
 
 # -P: keep the source tree off sys.path, so the tests import the installed
 # package (the source `jaxsearch/` lacks the compiled extension).
-step "pytest -m gpu" 200 100 \
+step "pytest -m gpu" 200 190 \
   "${PYTHON}" -P -m pytest -m gpu tests -q -p no:cacheprovider -rfE
+
+step "deviceless resource report" 90 100 \
+  "${PYTHON}" -P bench/gpu_resources.py --dtypes int32,float32
 
 step "benchmark" 300 0 "${PYTHON}" -P bench/gpu_bench.py "$@"
 

@@ -151,6 +151,9 @@ def _implementations() -> list[tuple[str, str]]:
         state = "available" if ok else f"unavailable: {reason}"
         if ok and on_cpu:
             state += " (interpret mode on this CPU backend: for tests)"
+        if on_cpu:  # and compiled for a GPU (lowering for one, or a GPU added)
+            ok, reason = _gpu.status(name)
+            state += f"; compiled for a GPU: {'works' if ok else f'unavailable: {reason}'}"
         rows.append((name, state))
     return rows + [("xla", "available (jnp.searchsorted)")]
 

@@ -161,18 +161,16 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     # Integer output: the gradient is zero, as jnp's.
     a, v = lax.stop_gradient(a), lax.stop_gradient(v)
     m = v.size
-    if implementation in _gpu.GPU_IMPLEMENTATIONS:
-        out = _gpu.search(a, v.reshape(-1), side=side, order=order, out_dtype=out_dtype,
-                          implementation=implementation,
-                          interpret=jax.default_backend() == "cpu")
-    else:
-        cpu_config, _ = _tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
-        # On v's own shape, all of it needle dimensions: flattening a sharded
-        # v here would move data between devices (the primitive flattens each
-        # device's piece).
-        out = _primitive.searchsorted(
-            a, v, side=side, order=order, out_dtype=out_dtype, needle_ndim=v.ndim,
-            cpu_kernel=_tuning.choose_cpu_kernel(n, m, cpu_config),
-            cpu_threads=cpu_config.max_threads(_cpu.available_cores()),
-            cpu_grain=cpu_config.min_parallel)
+    cpu_config, _ = _tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
+    # On v's own shape, all of it needle dimensions: flattening a sharded v
+    # here would move data between devices (the primitive flattens each
+    # device's piece). A GPU implementation asked for by name goes through
+    # the primitive too, so that the platform being lowered for, not the
+    # default backend, decides between its real kernels and its interpreter.
+    out = _primitive.searchsorted(
+        a, v, side=side, order=order, out_dtype=out_dtype, needle_ndim=v.ndim,
+        cpu_kernel=_tuning.choose_cpu_kernel(n, m, cpu_config),
+        cpu_threads=cpu_config.max_threads(_cpu.available_cores()),
+        cpu_grain=cpu_config.min_parallel,
+        implementation=implementation if implementation in _gpu.GPU_IMPLEMENTATIONS else None)
     return out.reshape(v.shape)

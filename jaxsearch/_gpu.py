@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Callable
 
 import jax
 import numpy as np
@@ -103,6 +104,14 @@ def choose(n: int, m: int, dtype) -> str | None:
     return None
 
 
+def kernels(implementation: str) -> tuple[Callable, Callable]:
+    """The merge-path (sorted needles) and binary-search kernels of a GPU
+    implementation, as `(merge, bisect)`; both take `(a, v, *, side,
+    out_dtype, config, interpret)`."""
+    merge, bisect = _KERNELS[implementation]
+    return getattr(_pk, merge), getattr(_pk, bisect)
+
+
 def is_sorted(v: jax.Array) -> jax.Array:
     """Whether 1-D `v` is sorted (NaN last, -0.0 == 0.0), as a device reduction."""
     return _pk.is_sorted(v)
@@ -124,15 +133,14 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     ok, reason = status(implementation, interpret=interpret)
     if not ok:
         raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
-    merge_fn, bisect_fn = (getattr(_pk, name) for name in _KERNELS[implementation])
+    merge_fn, bisect_fn = kernels(implementation)
     n, m = a.shape[0], v.shape[0]
     kwargs = dict(side=side, out_dtype=out_dtype, interpret=interpret)
     # Tuned tile sizes where the cache has them; else the kernels' heuristics.
-    merge = functools.partial(
-        merge_fn, config=_tuning.tuned_gpu_config(_pk.MergePathConfig, n, m, a.dtype), **kwargs)
-    bisect = functools.partial(
-        bisect_fn, config=_tuning.tuned_gpu_config(_pk.BinarySearchConfig, n, m, a.dtype),
-        **kwargs)
+    tuned = functools.partial(_tuning.tuned_gpu_config, n=n, m=m, dtype=a.dtype,
+                              implementation=implementation)
+    merge = functools.partial(merge_fn, config=tuned(_pk.MergePathConfig), **kwargs)
+    bisect = functools.partial(bisect_fn, config=tuned(_pk.BinarySearchConfig), **kwargs)
     if order == "sorted":
         return merge(a, v)
     if order == "any":

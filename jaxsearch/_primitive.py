@@ -70,7 +70,7 @@ _rows_p = Primitive("jaxsearch_searchsorted_rows")
 
 def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                  cpu_kernel: str, cpu_threads: int, cpu_grain: int,
-                 needle_ndim: int | None = None) -> jax.Array:
+                 needle_ndim: int | None = None, implementation: str | None = None) -> jax.Array:
     """Binds the primitive.
 
     Args:
@@ -85,6 +85,9 @@ def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype
       cpu_threads: at most this many threads for the CPU kernels.
       cpu_grain: the fewest needles the CPU kernels give one thread.
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
+      implementation: None (by platform), or a GPU implementation asked for
+        by name: its real kernels where the search lowers for cuda or rocm,
+        its interpreter where it lowers for any other platform.
 
     Returns:
       Insertion indices of shape (*broadcast batch, *needles).
@@ -94,7 +97,7 @@ def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype
     primitive = partitioned_p if _may_partition() else searchsorted_p
     return primitive.bind(a, v, side=side, order=order, out_dtype=np.dtype(out_dtype),
                           cpu_kernel=cpu_kernel, cpu_threads=cpu_threads, cpu_grain=cpu_grain,
-                          needle_ndim=int(needle_ndim))
+                          needle_ndim=int(needle_ndim), implementation=implementation)
 
 
 def _may_partition() -> bool:
@@ -372,21 +375,36 @@ def _xla_rows(a, v, *, side, out_dtype, **_):
     return _map_rows(lambda a, v: jnp.searchsorted(a, v, side=side).astype(out_dtype), a, v)
 
 
-def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads, cpu_grain):
+def _host_rows(a, v, *, implementation, **params):
+    """Rows on a platform without GPU kernels (cpu, TPU, ...): a GPU
+    implementation asked for by name runs in its interpreter; otherwise jnp."""
+    if implementation in _gpu.GPU_IMPLEMENTATIONS:
+        return _gpu_rows(a, v, implementation=implementation, interpret=True, **params)
+    return _xla_rows(a, v, **params)
+
+
+def _cpu_rows(a, v, *, side, order, out_dtype, cpu_kernel, cpu_threads, cpu_grain,
+              implementation):
+    if implementation in _gpu.GPU_IMPLEMENTATIONS:
+        return _host_rows(a, v, side=side, order=order, out_dtype=out_dtype,
+                          implementation=implementation)
     if a.dtype not in _cpu.NATIVE_KEY_DTYPES:  # float16, bfloat16: exact in float32
         a, v = a.astype(jnp.float32), v.astype(jnp.float32)
     return _cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
                        threads=cpu_threads, grain=cpu_grain)
 
 
-def _gpu_rows(a, v, *, side, order, out_dtype, **_):
-    implementation = _gpu.choose(a.shape[-1], v.shape[-1], a.dtype)
+def _gpu_rows(a, v, *, side, order, out_dtype, implementation=None, interpret=False, **_):
+    """Rows by the GPU kernels: `implementation`'s (with `interpret`, in its
+    interpreter), or when None the one `_gpu.choose` picks, else jnp."""
+    implementation = implementation or _gpu.choose(a.shape[-1], v.shape[-1], a.dtype)
     if implementation is None:
         return _xla_rows(a, v, side=side, out_dtype=out_dtype)
 
     def run(order):
         return _map_rows(functools.partial(_gpu.search, side=side, order=order,
-                                           out_dtype=out_dtype, implementation=implementation),
+                                           out_dtype=out_dtype, implementation=implementation,
+                                           interpret=interpret),
                          a, v)
 
     if order != "check":
@@ -429,7 +447,7 @@ def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable
                                platform=platform)
 
 
-register_lowerings(_rows_p, default=_xla_rows, cpu=_cpu_rows, gpu=_gpu_rows)
+register_lowerings(_rows_p, default=_host_rows, cpu=_cpu_rows, gpu=_gpu_rows)
 
 
 def export_disabled_checks() -> list:

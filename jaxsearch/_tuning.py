@@ -450,15 +450,22 @@ def gpu_config(kernel: str, n: int, m: int, dtype: Any) -> dict[str, Any] | None
 ConfigT = TypeVar("ConfigT")
 
 
-def tuned_gpu_config(config_cls: type[ConfigT], n: int, m: int, dtype: Any) -> ConfigT | None:
+def gpu_kernel_key(implementation: str, kind: str) -> str:
+    """The cache's name of one implementation's kernel: the config's kind for
+    Pallas (as caches have always named it), "<implementation>/<kind>" else."""
+    return kind if implementation == "pallas" else f"{implementation}/{kind}"
+
+
+def tuned_gpu_config(config_cls: type[ConfigT], n: int, m: int, dtype: Any,
+                     implementation: str = "pallas") -> ConfigT | None:
     """A GPU kernel's config from the cache, or None for the kernel's heuristic.
 
     `config_cls` is the kernel's frozen config dataclass (its ``kind`` names
-    the kernel). Fields the class no longer has are dropped; a cached config
-    the class rejects warns and gives None, so a stale cache never breaks a
-    search.
+    the kernel), `implementation` the GPU implementation it runs in. Fields
+    the class no longer has are dropped; a cached config the class rejects
+    warns and gives None, so a stale cache never breaks a search.
     """
-    fields = gpu_config(config_cls.kind, n, m, dtype)
+    fields = gpu_config(gpu_kernel_key(implementation, config_cls.kind), n, m, dtype)
     if fields is None:
         return None
     known = {f.name for f in dataclasses.fields(config_cls)}

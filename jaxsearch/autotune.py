@@ -10,8 +10,8 @@ alike, so the crossovers carry over.
 
 GPU (only where JAX runs on a GPU and the Pallas kernels import): sweeps
 ``jaxsearch.pallas_kernels.tuning_space()`` for each kernel, dtype class and
-size, skipping configs that fail to compile or give wrong results, and keeps
-the fastest.
+size, skipping configs that spill registers (each is compiled with spills
+fatal), fail to compile or give wrong results, and keeps the fastest.
 
 Results go to ``<output>/<device_kind>/searchsorted.json`` (see
 :mod:`jaxsearch._tuning` for the format and the lookup order), by default the
@@ -228,25 +228,57 @@ def cpu_table(entries: Sequence[_tuning.CacheEntry]) -> str:
 
 # ---------------------------------------------------------------- GPU
 
-# Each config kind, with its kernel and whether it needs sorted needles; the
-# heuristic default of kind K is ``pallas_kernels.default_K_config``.
-GPU_KERNELS = {"merge_path": ("merge_path_searchsorted", True),
-               "binary_search": ("binary_search_searchsorted", False)}
+# Each config kind: its place in ``_gpu.kernels(implementation)`` and whether
+# it needs sorted needles; the heuristic default of kind K is
+# ``pallas_kernels.default_K_config``.
+GPU_KERNELS = {"merge_path": (0, True), "binary_search": (1, False)}
+
+
+# Compiler options of every GPU config timed: a config whose kernel spills
+# registers fails to compile, and is left out, rather than timed.
+SPILLS_FATAL = {"xla_gpu_fail_ptx_compilation_on_register_spilling": True}
+
+
+def _spill_checked(fn: Callable, *args: Any) -> Callable[[], Any]:
+    """`fn(*args)` as a call, compiled on its first call with spills fatal."""
+    compiled = functools.cache(
+        lambda: jax.jit(fn).lower(*args).compile(compiler_options=SPILLS_FATAL))
+    return lambda: compiled()(*args)
+
+
+def _outcome(measured: Any) -> float | str:
+    """A config's median seconds, or why it has none."""
+    if measured.correct:
+        return measured.timing.median
+    if measured.error is None:
+        return "wrong result"
+    if "spill" in str(measured.error):
+        return "spills registers"
+    return f"failed: {type(measured.error).__name__}: {str(measured.error)[:120]}"
 
 
 def _config_label(fields: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in fields.items())
 
 
-def gpu_steps(grid: TuneGrid, space: Sequence[Any]) -> int:
+def gpu_implementations(interpret: bool = False) -> list[str]:
+    """The GPU implementations that can run here (in their interpreters)."""
+    return [name for name in _gpu.GPU_IMPLEMENTATIONS
+            if _gpu.status(name, interpret=interpret)[0]]
+
+
+def gpu_steps(grid: TuneGrid, space: Sequence[Any], interpret: bool = False) -> int:
     """Progress steps of :func:`tune_gpu`."""
     kinds = {c.kind for c in space}
-    return (len(kinds) + 1) * len(grid.dtypes) * len(grid.gpu_sizes)
+    sweeps = len(kinds) * len(gpu_implementations(interpret)) + 1
+    return sweeps * len(grid.dtypes) * len(grid.gpu_sizes)
 
 
 def tune_gpu(grid: TuneGrid, progress: _bench.Progress, *, space: Sequence[Any] | None = None,
              interpret: bool = False) -> list[_tuning.CacheEntry]:
-    """The fastest correct config per GPU kernel, dtype class and size.
+    """The fastest correct config per GPU implementation that runs here
+    (Pallas, native Triton), kernel, dtype class and size; then the fastest
+    implementation.
 
     Args:
       grid: dtypes and ``gpu_sizes`` (N = M) to sweep.
@@ -258,14 +290,17 @@ def tune_gpu(grid: TuneGrid, progress: _bench.Progress, *, space: Sequence[Any] 
     pk = importlib.import_module("jaxsearch.pallas_kernels")
     space = list(pk.tuning_space() if space is None else space)
     entries = []
-    for kind in dict.fromkeys(c.kind for c in space):
-        for dtype in grid.dtypes:
-            for size in grid.gpu_sizes:
-                progress.show(f"gpu {kind} {dtype} N=M={_bench.fmt_count(size)}")
-                entry = _sweep_gpu_configs(pk, kind, [c for c in space if c.kind == kind],
-                                           dtype, size, grid=grid, interpret=interpret)
-                entries += [entry] if entry else []
-                progress.step()
+    for implementation in gpu_implementations(interpret):
+        for kind in dict.fromkeys(c.kind for c in space):
+            for dtype in grid.dtypes:
+                for size in grid.gpu_sizes:
+                    progress.show(f"gpu {implementation} {kind} {dtype} "
+                                  f"N=M={_bench.fmt_count(size)}")
+                    entry = _sweep_gpu_configs(pk, implementation, kind,
+                                               [c for c in space if c.kind == kind], dtype, size,
+                                               grid=grid, interpret=interpret)
+                    entries += [entry] if entry else []
+                    progress.step()
     for dtype in grid.dtypes:
         for size in grid.gpu_sizes:
             progress.show(f"gpu implementations {dtype} N=M={_bench.fmt_count(size)}")
@@ -281,8 +316,7 @@ def _race_gpu_implementations(dtype: str, size: int, *, grid: TuneGrid,
     native Triton) against the others, each with its tuned or default configs,
     on sorted needles at N = M = size: the winner's entry (kernel
     "implementation"), or None when none can run here."""
-    names = [name for name in _gpu.GPU_IMPLEMENTATIONS
-             if _gpu.status(name, interpret=interpret)[0]]
+    names = gpu_implementations(interpret)
     if not names:
         return None
     a, v = _bench.make_arrays(_bench.Problem(size, size, dtype, True))
@@ -302,30 +336,33 @@ def _race_gpu_implementations(dtype: str, size: int, *, grid: TuneGrid,
                                for name, m in zip(names, measured)}})
 
 
-def _sweep_gpu_configs(pk: Any, kind: str, space: Sequence[Any], dtype: str, size: int, *,
-                       grid: TuneGrid, interpret: bool) -> _tuning.CacheEntry | None:
-    """Time every config of one kernel at N = M = size; the winner's entry, or
-    None when no config compiled and gave numpy's answer."""
-    kernel_name, needs_sorted = GPU_KERNELS[kind]
+def _sweep_gpu_configs(pk: Any, implementation: str, kind: str, space: Sequence[Any],
+                       dtype: str, size: int, *, grid: TuneGrid,
+                       interpret: bool) -> _tuning.CacheEntry | None:
+    """Time every config of one kernel of one implementation at N = M = size;
+    the winner's entry, or None when no config compiled without spilling and
+    gave numpy's answer."""
+    position, needs_sorted = GPU_KERNELS[kind]
+    kernel = _gpu.kernels(implementation)[position]
     a, v = _bench.make_arrays(_bench.Problem(size, size, dtype, needs_sorted))
     ja, jv = jax.numpy.asarray(a), jax.numpy.asarray(v)
     default = getattr(pk, f"default_{kind}_config")(size, size, np.dtype(dtype))
     configs = list(dict.fromkeys([default, *space]))
-    calls = [functools.partial(getattr(pk, kernel_name), ja, jv, side="left",
-                               out_dtype=np.dtype(np.int32), config=c, interpret=interpret)
+    calls = [_spill_checked(functools.partial(kernel, side="left",
+                                              out_dtype=np.dtype(np.int32), config=c,
+                                              interpret=interpret), ja, jv)
              for c in configs]
     check = functools.partial(_bench.matches, np.searchsorted(a, v))
     measured = _bench.measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s,
                                   checks=[check] * len(calls))
-    seconds = {_config_label(dataclasses.asdict(c)):
-               m.timing.median if m.correct else "wrong result" if m.error is None
-               else f"failed: {type(m.error).__name__}: {str(m.error)[:120]}"
+    seconds = {_config_label(dataclasses.asdict(c)): _outcome(m)
                for c, m in zip(configs, measured)}
     good = [(m.timing.median, i) for i, m in enumerate(measured) if m.correct]
     if not good:
         return None
     best = configs[min(good)[1]]
-    return _tuning.CacheEntry(kind, _tuning.dtype_class(dtype), {"n": size, "m": size},
+    return _tuning.CacheEntry(_tuning.gpu_kernel_key(implementation, kind),
+                              _tuning.dtype_class(dtype), {"n": size, "m": size},
                               dataclasses.asdict(best),
                               {"configs_s": seconds,
                                "default": _config_label(dataclasses.asdict(default))})

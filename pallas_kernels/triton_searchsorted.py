@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -86,7 +87,64 @@ def _probe(interpret):
         import jax_triton
     except Exception as exc:  # noqa: BLE001  (ImportError, or a version clash)
         return False, f"jax-triton did not import ({exc}): {_INSTALL_HINT}"
-    return True, (f"triton {triton.__version__}, jax-triton {jax_triton.__version__}")
+    versions = f"triton {triton.__version__}, jax-triton {jax_triton.__version__}"
+    broken = _lowering_error(jax_triton)
+    if broken:
+        return False, (f"{versions} cannot lower a triton_call with jax {jax.__version__} "
+                       f"({broken}); jax-triton 0.3.1 works with jax 0.10: pip install "
+                       "'jax[cuda12]>=0.10,<0.11' 'jax-triton==0.3.1'")
+    return True, versions
+
+
+def _lowering_error(jax_triton) -> str:
+    """Why jax-triton cannot lower the smallest triton_call for cuda with this
+    jax ("" when it can): its lowering follows jax's internals, and a jax
+    newer than it breaks every call (jax 0.12 calls DCE rules with an
+    argument that jax-triton 0.4.1 does not take)."""
+    from ._triton_common import copy_one
+
+    x = jax.ShapeDtypeStruct((1,), jnp.int32)
+
+    def call(x):
+        return jax_triton.triton_call(x, kernel=copy_one, grid=(1,),
+                                      compute_capability=target_compute_capability(),
+                                      **_out_argument(jax_triton, x))
+
+    try:
+        jax.jit(call).trace(x).lower(lowering_platforms=("cuda",))
+    except Exception as exc:  # noqa: BLE001  (whatever jax-triton raises is the answer)
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _out_argument(jax_triton, out) -> dict:
+    """The output's shape as `triton_call` takes it: `out_type` since
+    jax-triton 0.4 (which deprecates `out_shape`), `out_shape` before."""
+    parameters = inspect.signature(jax_triton.triton_call).parameters
+    return {"out_type" if "out_type" in parameters else "out_shape": out}
+
+
+# What jax assumes of a GPU it cannot see (Hopper: H100, H200).
+_DEFAULT_COMPUTE_CAPABILITY = 90
+
+
+def target_compute_capability() -> int:
+    """Compute capability (major * 10 + minor) of the GPU being compiled for:
+    the devices of the mesh in force (a compile-only topology's, say), else
+    the local GPU, else 90. jax-triton otherwise asks the driver, which fails
+    where there is no GPU."""
+    from jax._src import mesh as mesh_lib  # the concrete mesh: not public API
+
+    mesh = mesh_lib.get_concrete_mesh()
+    devices = [] if mesh.empty else list(mesh.devices.flat)
+    if not devices and jax.default_backend() == "gpu":
+        devices = jax.devices()
+    for device in devices:
+        capability = getattr(device, "compute_capability", None)
+        if capability:
+            major, _, minor = str(capability).partition(".")
+            return int(major) * 10 + int(minor or 0)
+    return _DEFAULT_COMPUTE_CAPABILITY
 
 
 @functools.cache
@@ -188,11 +246,12 @@ def _launch(spec, a2, v2):
         v2,
         *scalars,
         kernel=kernel,
-        out_shape=out_shape,
         grid=grid,
         num_warps=spec.config.num_warps,
         num_stages=spec.config.num_stages,
+        compute_capability=target_compute_capability(),
         name=f"jaxsearch_triton_{spec.kind}",
+        **_out_argument(jax_triton, out_shape),
         **constexprs,
     )
 

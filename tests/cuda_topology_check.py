@@ -26,34 +26,6 @@ import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-# XLA's xla/tools/hlo_opt/gpu_specs/h100_sxm.txtpb with an H200's memory,
-# bandwidth and name.
-H200 = """
-gpu_device_info {
-  threads_per_block_limit: 1024
-  threads_per_warp: 32
-  shared_memory_per_block: 49152
-  shared_memory_per_core: 233472
-  threads_per_core_limit: 2048
-  core_count: 132
-  fpus_per_core: 128
-  block_dim_limit_x: 2147483647
-  block_dim_limit_y: 65535
-  block_dim_limit_z: 65535
-  memory_bandwidth: 4800000000000
-  l2_cache_size: 52428800
-  clock_rate_ghz: 1.98
-  device_memory_size: 150754820096
-  shared_memory_per_block_optin: 232448
-  cuda_compute_capability { major: 9 }
-  registers_per_core_limit: 65536
-  registers_per_block_limit: 65536
-}
-platform_name: "CUDA"
-device_description_str: "NVIDIA H200"
-"""
-
-
 def main() -> int:
     import jax
     import jax.numpy as jnp
@@ -63,9 +35,10 @@ def main() -> int:
     from jax.sharding import PartitionSpec as P
 
     import jaxsearch
+    from h200 import H200_TARGET
     from sharding_check import collectives, looped_collectives
 
-    topology = topologies.get_topology_desc(platform="cuda", target_config=H200,
+    topology = topologies.get_topology_desc(platform="cuda", target_config=H200_TARGET,
                                             topology="1x1x8")
     mesh = topologies.make_mesh(topology, (2, 4), ("x", "y"))
     n, m = 80_000, 65_536

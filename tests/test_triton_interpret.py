@@ -457,11 +457,18 @@ def test_argument_checks():
 def test_availability_is_explained():
     available, reason = pk.triton_available()
     assert isinstance(available, bool) and reason
-    if not ON_GPU:
-        # jax-triton needs a jaxlib with GPU support; without one it must not
-        # even be imported.
+    try:
+        from jax._src.lib import gpu_triton
+    except ImportError:
+        gpu_triton = None
+    if not hasattr(gpu_triton, "get_compute_capability"):
+        # jax-triton needs a jaxlib with GPU support (jax's CUDA plugin);
+        # without one it must not even be imported.
         assert not available
         assert "jax_triton" not in sys.modules
+    elif not available and "jax-triton" in reason and "cannot lower" in reason:
+        # Installed, but its lowering fails with this jax: the reason says so.
+        assert jax.__version__ in reason
     ok, why = pk.triton_available(interpret=True)
     assert isinstance(ok, bool) and why
 

@@ -1,0 +1,84 @@
+"""Every GPU kernel compiled by XLA for an NVIDIA H200 that is not here.
+
+The lowering tests stop at Triton IR; these run XLA's whole GPU pipeline for
+an H200 (a compile-only topology, see `h200.py`), Triton and ptxas included,
+with register spills made fatal. A config that spills or overflows shared
+memory fails to compile, and so fails its test. Compiled:
+
+* every config of the tuning space, under vmap, for every key dtype and
+  both sides;
+* every dispatch variant of `jaxsearch.searchsorted`: the default, and each
+  GPU implementation asked for by name (whose compiled program must hold its
+  GPU kernels, not its interpreter), for every key dtype, both sides,
+  sorted_v True, False and None, balanced and both skews, and vmapped.
+
+Everything compiles in one worker process (`h200.run_worker`, about a third
+of a second per case); each test checks its own case. The tier skips, saying
+so, only where the compile wheels (the `h200-compile` extra) are missing.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import h200
+import jaxsearch.pallas_kernels as pk
+
+MISSING = h200.missing_wheels()
+needs_wheels = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+CANARY_CASES = h200.canary_cases()
+CONFIG_CASES = h200.config_cases(pk.tuning_space())
+DISPATCH_CASES = h200.dispatch_cases()
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """Each case's result, by case id: everything compiled once."""
+    cases = CANARY_CASES + CONFIG_CASES + DISPATCH_CASES
+    return {h200.case_id(r): r for r in h200.run_worker(cases)}
+
+
+def _result(compiled, case):
+    result = compiled[h200.case_id(case)]
+    assert result["ok"], f"{h200.case_id(case)} did not compile for the H200:\n{result['error']}"
+    return result
+
+
+@needs_wheels
+def test_spills_fail_the_compile(compiled):
+    """The tier has teeth: a kernel that needs more registers than a thread
+    has is refused, and its smaller twin compiles."""
+    fits, spills = (compiled[h200.case_id(c)] for c in CANARY_CASES)
+    assert fits["ok"], fits["error"]
+    assert not spills["ok"] and "spill" in spills["error"]
+
+
+@needs_wheels
+@pytest.mark.parametrize("case", CONFIG_CASES, ids=h200.case_id)
+def test_tuning_config_compiles_without_spilling(compiled, case):
+    assert _result(compiled, case)["kernel_calls"] == 1
+
+
+@needs_wheels
+@pytest.mark.parametrize("case", DISPATCH_CASES, ids=h200.case_id)
+def test_dispatch_compiles_to_gpu_kernels(compiled, case):
+    """No spill, and the program runs GPU kernels: the merge path, the binary
+    search, or both behind the sortedness check."""
+    calls = _result(compiled, case)["kernel_calls"]
+    assert calls == (2 if case["sorted_v"] is None else 1)
+
+
+SIZES = [1, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 2**31]
+
+
+def test_every_default_config_is_in_the_tuning_space():
+    """So that compiling the tuning space compiles every default too."""
+    space = set(pk.tuning_space())
+    for n in SIZES:
+        for m in SIZES:
+            for dtype in (np.int32, np.float64):
+                for default in (pk.default_merge_path_config(n, m, np.dtype(dtype)),
+                                pk.default_binary_search_config(n, m, np.dtype(dtype))):
+                    assert default in space, (n, m, dataclasses.asdict(default))
