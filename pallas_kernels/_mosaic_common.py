@@ -6,14 +6,14 @@ of a block of needles is spread over a warpgroup's threads (the strided
 layout, one element per thread per 128). Pallas' Mosaic GPU lowering loads
 scalars at any index and slices at a dynamic start, but it takes no array of
 indices (a per-lane gather fails with "int_indexer_shape non-empty" on jax
-0.10 and 0.12) and has no masked store. Both come from `plgpu.inline_mgpu`, a few lines of Mosaic GPU
-that walk the array's registers: one `memref.load` per element for a gather,
-one `memref.store` under an `scf.if` per element for a masked store. The
-interpreter (`interpret=True`) cannot run inline Mosaic GPU code, and its
+0.10 and 0.12) and has no masked store. Both come from `plgpu.inline_mgpu`,
+a few lines of Mosaic GPU that walk the array's registers: one `memref.load`
+per element for a gather, one `memref.store` under an `scf.if` per element
+for a masked store. The interpreter (`interpret=True`) cannot run inline Mosaic GPU code, and its
 ref reads take no index array either, so there a gather reads the whole ref
-and indexes the array, and a masked store is a read-modify-write of the block
-(the interpreter runs the programs one after another, so no other program
-writes in between).
+and indexes the array, and a masked store stores one element at a time
+(the interpreter runs a program's warpgroups in threads of their own: a
+read-modify-write of the block would race with the other warpgroup).
 
 Every load gives sort keys (`_order`), computed from integers only: the
 kernel reads floats as their bits (`as_kernel_operand`; a bitcast outside the
@@ -27,6 +27,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
@@ -178,8 +179,15 @@ class Lanes:
         others keep what another program writes there."""
         values = self._fix_layout(values.astype(ref.dtype))
         if self.interpret:
-            block = ref.at[pl.ds(start, self.size)]
-            block[...] = jnp.where(valid, values, block[...])
+
+            def store_one(k, carry):
+                @pl.when(valid[k])
+                def _():
+                    ref[start + k] = values[k]
+
+                return carry
+
+            lax.fori_loop(np.int32(0), np.int32(self.size), store_one, ())
             return
         index = self._fix_layout(start + self.iota(start.dtype))
 

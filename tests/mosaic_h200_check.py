@@ -120,8 +120,8 @@ def _compile_variant(fn, shapes, *, x64):
             text = compile_for_h200(fn, *shapes).as_text()
         except Exception as exc:  # noqa: BLE001  (reported, and the test fails on it)
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-        return {"ok": True, "mosaic_calls": len(re.findall(r'custom_call_target="mosaic_gpu', text)),
-                "kernels": ptxas_resources(Path(dump))}
+        calls = re.findall(r'custom_call_target="mosaic_gpu', text)
+        return {"ok": True, "mosaic_calls": len(calls), "kernels": ptxas_resources(Path(dump))}
 
 
 def config_variants():
