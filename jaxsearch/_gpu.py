@@ -33,6 +33,10 @@ _KERNELS = {
     "mosaic": ("mosaic_merge_path_searchsorted", "mosaic_binary_search_searchsorted"),
     "triton": ("triton_merge_path_searchsorted", "triton_binary_search_searchsorted"),
 }
+# Implementations whose interpreter has ordered effects (Mosaic GPU's): on a
+# host that compiles for no GPU, they are interpreted where the search is
+# traced, not inside a lowering rule.
+TRACE_TIME_INTERPRETERS = ("mosaic",)
 # Mosaic GPU targets Hopper (sm_90a) and later.
 _MOSAIC_MIN_CAPABILITY = (9, 0)
 

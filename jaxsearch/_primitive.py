@@ -94,10 +94,16 @@ def searchsorted(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype
     """
     if needle_ndim is None:
         needle_ndim = np.ndim(v) - np.ndim(a) + 1
+    params = dict(side=side, order=order, out_dtype=np.dtype(out_dtype), cpu_kernel=cpu_kernel,
+                  cpu_threads=cpu_threads, cpu_grain=cpu_grain, needle_ndim=int(needle_ndim),
+                  implementation=implementation)
+    if implementation in _gpu.TRACE_TIME_INTERPRETERS and _gpu.compute_capability() is None \
+            and jax.default_backend() == "cpu":
+        # Its interpreter has ordered effects, which a lowering rule cannot
+        # take: where no GPU is being compiled for, interpret it here.
+        return _local(a, v, **params, rows=_host_rows)
     primitive = partitioned_p if _may_partition() else searchsorted_p
-    return primitive.bind(a, v, side=side, order=order, out_dtype=np.dtype(out_dtype),
-                          cpu_kernel=cpu_kernel, cpu_threads=cpu_threads, cpu_grain=cpu_grain,
-                          needle_ndim=int(needle_ndim), implementation=implementation)
+    return primitive.bind(a, v, **params)
 
 
 def _may_partition() -> bool:
@@ -207,12 +213,12 @@ def _result_axes(a_shape, v_shape, needle_ndim, a_spec, v_spec):
     return out, keys
 
 
-def _local(a, v, *, needle_ndim, **params):
+def _local(a, v, *, needle_ndim, rows=_rows_p.bind, **params):
     """The search of each batch row's needles, flattened, on one device's
-    pieces (or on the whole arrays)."""
+    pieces (or on the whole arrays), by `rows`."""
     batch_v, needles = _split_v(v.shape, needle_ndim)
     out_batch = _out_batch(a.shape, v.shape, needle_ndim)
-    rows = _rows_p.bind(a, v.reshape(batch_v + (math.prod(needles),)), **params)
+    rows = rows(a, v.reshape(batch_v + (math.prod(needles),)), **params)
     return rows.reshape(out_batch + needles)
 
 

@@ -232,8 +232,8 @@ def parse_launches(dump_dir: str) -> dict[str, dict]:
     return kernels
 
 
-def _h200_mesh():
-    import jax
+def h200_mesh():
+    """A one-device mesh of a compile-only H200 topology."""
     from jax.experimental import topologies
 
     topology = topologies.get_topology_desc(platform="cuda", target_config=H200_TARGET,
@@ -335,7 +335,7 @@ def main() -> int:
     cases = json.load(sys.stdin)
     import jax
 
-    mesh = _h200_mesh()
+    mesh = h200_mesh()
     with jax.set_mesh(mesh):
         for case in cases:
             print(json.dumps(_compile_case(case, mesh, verbose)), flush=True)

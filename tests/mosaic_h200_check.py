@@ -2,13 +2,9 @@
 whole GPU pipeline, and report each kernel's registers, spills and shared
 memory.
 
-Test-local: the H200 topology helpers below (`h200_mesh`, `compile_for_h200`,
-`ptxas_resources`) stand in for the shared tests/h200.py being written on
-another branch; fold them into it when it lands.
-
-Needs jax's CUDA plugin next to jaxlib and no GPU (the slim compile set:
-`pip install jax-cuda12-plugin==V jax-cuda12-pjrt==V nvidia-cuda-nvcc-cu12
-absl-py`, V the installed jaxlib). Run with JAX_PLATFORMS=cpu:
+The H200 topology is tests/h200.py's. Needs jax's CUDA plugin next to jaxlib
+and no GPU (the slim compile set: `pip install ".[h200-compile]"`). Run with
+JAX_PLATFORMS=cpu:
 
     JAX_PLATFORMS=cpu python tests/mosaic_h200_check.py [--table] [--only TEXT]
 
@@ -41,22 +37,12 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_gpu_fail_ptx_compilation_on_register_spilling=true"
 )
 
-from cuda_topology_check import H200  # noqa: E402  (XLA's H100 spec with H200 numbers)
+from h200 import h200_mesh  # noqa: E402
 
 X64_DTYPES = ("int64", "uint64", "float64")
 KEY_DTYPES = ("bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
               "bfloat16", "float32") + X64_DTYPES
 BIG = 1 << 20
-
-
-@functools.cache
-def h200_mesh():
-    """A one-device mesh of a compile-only H200 topology."""
-    from jax.experimental import topologies
-
-    topology = topologies.get_topology_desc(platform="cuda", target_config=H200,
-                                            topology="1x1x1")
-    return topologies.make_mesh(topology, (1,), ("x",))
 
 
 def compile_for_h200(fn, *shapes):

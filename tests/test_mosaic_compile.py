@@ -6,13 +6,11 @@ compile set next to jaxlib (see that script); without it the test skips and
 says what to install.
 """
 
-import importlib.metadata
-import importlib.util
 import json
 from pathlib import Path
 
+import h200
 import jax
-import jaxlib
 import pytest
 from processes import run_python
 
@@ -21,21 +19,11 @@ import jaxsearch.pallas_kernels as pk
 CHECK = Path(__file__).resolve().parent / "mosaic_h200_check.py"
 
 
-def _compile_set_missing():
-    """Why the H200 compile cannot run here, or "" when it can."""
+def _compile_set_missing() -> str | None:
+    """Why the H200 compile of the Mosaic kernels cannot run here, or None."""
     if not pk.mosaic_available()[0]:
         return pk.mosaic_available()[1]
-    try:
-        plugin = importlib.metadata.version("jax-cuda12-plugin")
-    except importlib.metadata.PackageNotFoundError:
-        plugin = None
-    if plugin != jaxlib.__version__:
-        return (f"jax-cuda12-plugin {plugin} does not match jaxlib {jaxlib.__version__}: "
-                f"pip install jax-cuda12-plugin=={jaxlib.__version__} "
-                f"jax-cuda12-pjrt=={jaxlib.__version__} nvidia-cuda-nvcc-cu12")
-    if importlib.util.find_spec("nvidia.cuda_nvcc") is None:
-        return "no ptxas: pip install nvidia-cuda-nvcc-cu12"
-    return ""
+    return h200.missing_wheels()
 
 
 @pytest.fixture(scope="module")

@@ -336,12 +336,16 @@ def test_gpu_sweep_in_interpret_mode(caches):
                           if _gpu.status(name, interpret=True)[0]}
     assert "pallas" in times and race.config == {"name": min(times, key=times.get)}
     entries = [e for e in entries if e is not race]
-    assert {e.kernel for e in entries} == {"merge_path", "binary_search"}
+    # Each implementation's configs: Pallas Triton's under the kernel's name,
+    # the others' under "<implementation>/<kernel>".
+    kernels = ("merge_path", "binary_search")
+    assert {e.kernel for e in entries} == {
+        k if name == "pallas" else f"{name}/{k}" for name in times for k in kernels}
     for e in entries:
         assert e.bucket == {"n": 256, "m": 256} and e.dtype == "float32"
         assert e.times["default"] in e.times["configs_s"]
         rebuilt = {"merge_path": pk.MergePathConfig,
-                   "binary_search": pk.BinarySearchConfig}[e.kernel](**e.config)
+                   "binary_search": pk.BinarySearchConfig}[e.kernel.split("/")[-1]](**e.config)
         assert dataclasses.asdict(rebuilt) == e.config
     write(user, *entries, kind="nvidia_h200")
     found = _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**6}, "nvidia_h200")
