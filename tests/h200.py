@@ -181,6 +181,17 @@ def _dispatch(implementation, sides, shapes) -> list[dict]:
             for name, (n, m, batch) in shapes.items()]
 
 
+def cumsum_cases() -> list[dict]:
+    """searchsorted_cumsum on the GPU (a compensated running sum, then the
+    merge path or binary search): float32 and float64 weights, both sides,
+    each sorted_v, balanced and vmapped."""
+    shapes = {"balanced": (1 << 16, 1 << 16, None), "vmapped": (1 << 16, 1 << 16, BATCH)}
+    return [{"what": "cumsum", "implementation": None, "dtype": dtype, "side": side,
+             "sorted_v": sorted_v, "shape": name, "n": n, "m": m, "batch": batch}
+            for dtype in ("float32", "float64") for side in ("left", "right")
+            for sorted_v in (True, False, None) for name, (n, m, batch) in shapes.items()]
+
+
 def case_id(case: dict) -> str:
     """A short readable name of a case."""
     if case["what"] == "canary":
@@ -189,8 +200,8 @@ def case_id(case: dict) -> str:
         fields = ",".join(f"{k}={v}" for k, v in case["config"].items() if v is not None)
         return (f"{case['implementation']}-{case['kind']}[{fields}]-{case['dtype']}-"
                 f"{case['side']}")
-    return (f"{case['implementation'] or 'default'}-{case['dtype']}-{case['side']}-"
-            f"sorted_v={case['sorted_v']}-{case['shape']}")
+    name = "cumsum" if case["what"] == "cumsum" else case["implementation"] or "default"
+    return f"{name}-{case['dtype']}-{case['side']}-sorted_v={case['sorted_v']}-{case['shape']}"
 
 
 # ------------------------------------------------------------------ the worker
@@ -254,9 +265,11 @@ def _function(case: dict):
 
     if case["what"] == "canary":
         return _canary, [(case["size"],)]
-    if case["what"] == "dispatch":
-        fn = functools.partial(jaxsearch.searchsorted, side=case["side"],
-                               sorted_v=case["sorted_v"], implementation=case["implementation"])
+    if case["what"] in ("dispatch", "cumsum"):
+        search = jaxsearch.searchsorted if case["what"] == "dispatch" else \
+            jaxsearch.searchsorted_cumsum
+        fn = functools.partial(search, side=case["side"], sorted_v=case["sorted_v"],
+                               implementation=case["implementation"])
     else:
         merge, bisect = _gpu.kernels(case["implementation"])
         config_cls = pk.MergePathConfig if case["kind"] == "merge_path" else pk.BinarySearchConfig

@@ -10,7 +10,9 @@ memory fails to compile, and so fails its test. Compiled:
 * every dispatch variant of `jaxsearch.searchsorted`: the default, and each
   GPU implementation asked for by name (whose compiled program must hold its
   GPU kernels, not its interpreter), for every key dtype, both sides,
-  sorted_v True, False and None, balanced and both skews, and vmapped.
+  sorted_v True, False and None, balanced and both skews, and vmapped;
+* `jaxsearch.searchsorted_cumsum` for float32 and float64 weights, both
+  sides, each sorted_v, balanced and vmapped.
 
 Everything compiles in one worker process (`h200.run_worker`, about a third
 of a second per case); each test checks its own case. The tier skips, saying
@@ -31,12 +33,13 @@ needs_wheels = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 CANARY_CASES = h200.canary_cases()
 CONFIG_CASES = h200.config_cases(pk.tuning_space())
 DISPATCH_CASES = h200.dispatch_cases()
+CUMSUM_CASES = h200.cumsum_cases()
 
 
 @pytest.fixture(scope="module")
 def compiled():
     """Each case's result, by case id: everything compiled once."""
-    cases = CANARY_CASES + CONFIG_CASES + DISPATCH_CASES
+    cases = CANARY_CASES + CONFIG_CASES + DISPATCH_CASES + CUMSUM_CASES
     return {h200.case_id(r): r for r in h200.run_worker(cases)}
 
 
@@ -68,6 +71,16 @@ def test_dispatch_compiles_to_gpu_kernels(compiled, case):
     search, or both behind the sortedness check."""
     calls = _result(compiled, case)["kernel_calls"]
     assert calls == (2 if case["sorted_v"] is None else 1)
+
+
+@needs_wheels
+@pytest.mark.parametrize("case", CUMSUM_CASES, ids=h200.case_id)
+def test_cumsum_compiles_to_gpu_kernels(compiled, case):
+    """searchsorted_cumsum: its running sum, then the same GPU kernels; a
+    float32 sum is compensated (a high and a low part), searched twice."""
+    calls = _result(compiled, case)["kernel_calls"]
+    searches = 2 if case["dtype"] == "float32" else 1
+    assert calls == searches * (2 if case["sorted_v"] is None else 1)
 
 
 SIZES = [1, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 2**31]
