@@ -109,6 +109,12 @@ def searchsorted(
                          cpu_override=_tuning.cpu_config_override())
 
 
+def index_dtype(n: int) -> np.dtype:
+    """The dtype of insertion indices into n keys, as jnp gives them: int32,
+    or int64 past int32's range (which needs jax_enable_x64)."""
+    return np.dtype(np.int64 if n > _INT32_MAX else np.int32)
+
+
 def check_order_flag(name: str, flag: object) -> None:
     """TypeError unless `flag` (a sortedness promise) is True, False or None."""
     if flag is not None and not isinstance(flag, (bool, np.bool_)):
@@ -153,7 +159,7 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     if n > _INT32_MAX and not jax.config.jax_enable_x64:
         # jnp raises its own error for an index dtype it cannot have.
         return jnp.searchsorted(a, v, side=side)
-    out_dtype = np.dtype(np.int64 if n > _INT32_MAX else np.int32)
+    out_dtype = index_dtype(n)
     if dtype not in KERNEL_DTYPES:
         return jnp.searchsorted(a, v, side=side)  # complex, float8, int4: no kernel of ours
     if v.size == 0 or n == 0:

@@ -36,7 +36,6 @@ MAX_SEGMENT = 4096
 _MIN_SEGMENT = 256
 # Weights and needles below which one thread is faster than several.
 _MIN_PARALLEL = 1 << 15
-_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 def searchsorted_cumsum(
@@ -126,9 +125,9 @@ def _searchsorted_cumsum(w, v, *, side, order, implementation):
     w = lax.stop_gradient(jnp.asarray(w, dtype))  # integer output: zero gradient
     v = lax.stop_gradient(jnp.asarray(v, dtype))
     n = w.shape[0]
-    if n > _INT32_MAX and not jax.config.jax_enable_x64:
+    out_dtype = _api.index_dtype(n)
+    if out_dtype == np.int64 and not jax.config.jax_enable_x64:
         raise ValueError(f"{n} weights need jax_enable_x64 for 64-bit indices")
-    out_dtype = np.dtype(np.int64 if n > _INT32_MAX else np.int32)
     if n == 0 or v.size == 0:
         return jnp.zeros(v.shape, out_dtype)
     out = search(w, v.reshape(-1), side=side, order=order, out_dtype=out_dtype,

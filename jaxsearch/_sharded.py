@@ -19,9 +19,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
-from ._api import Side, searchsorted
-
-_INT32_MAX = int(np.iinfo(np.int32).max)
+from ._api import Side, index_dtype, searchsorted
 
 
 def sharded_searchsorted(
@@ -68,7 +66,7 @@ def sharded_searchsorted(
     if np.ndim(v) == 0 and v_axes:
         raise ValueError("a 0-d v cannot be split along v_axis")
     n = a.shape[0]
-    out_dtype = np.dtype(np.int64 if n > _INT32_MAX else np.int32)
+    out_dtype = index_dtype(n)
 
     def local(a_piece, v_piece):
         counts = searchsorted(a_piece, v_piece, side, sorted_v=sorted_v).astype(out_dtype)
