@@ -151,13 +151,35 @@ cdef inline void merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
     j[0] += not take_a
 
 
+cdef inline Py_ssize_t merge_split(const key_t* a, Py_ssize_t lo, Py_ssize_t hi,
+                                   const key_t* v, Py_ssize_t m, Py_ssize_t d,
+                                   bint right) noexcept nogil:
+    """Where the merge of a[lo:hi] with v[0:m], started at (lo, 0), stands
+    after d steps: lo + the a's it has counted by then (the needles resolved
+    are d minus those). A binary search along the diagonal (merge path): the
+    step's a is counted before needle v[d - t - 1] for the first t only."""
+    cdef Py_ssize_t t_lo = max(<Py_ssize_t>0, d - m), t_hi = min(d, hi - lo), mid
+    while t_lo < t_hi:
+        mid = t_lo + (t_hi - t_lo) // 2
+        if before(a[lo + mid], v[d - mid - 1], right):
+            t_lo = mid + 1
+        else:
+            t_hi = mid
+    return lo + t_lo
+
+
 cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
                               Py_ssize_t m, idx_t* out, const side_t* side) noexcept nogil:
-    """Sorted, NaN-free needles: CHAINS interleaved branch-free merges over
-    equal chunks of v, each chunk starting where binary search puts its first
-    needle."""
+    """Sorted, NaN-free needles: CHAINS interleaved branch-free merges, each
+    starting where the merge path puts an equal share of the whole merge's
+    steps (a's counted plus needles resolved) between the first needle's
+    answer and the last's. Equal shares of steps, not of needles: with
+    needles dense in some stretches of `a` and sparse in others, chains of
+    equal needle counts finish far apart, and the slowest then runs alone
+    (the running sums of log-normal particle weights spent half their merge
+    time so)."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t chunk = m // CHAINS, k, steps, t
+    cdef Py_ssize_t k, steps, t, first, last, total
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t end[CHAINS]
@@ -165,10 +187,21 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
         for k in range(m):
             out[k] = 0
         return
+    if m == 0:
+        return
+    first = count_before(a, 0, na, v[0], right)
+    last = count_before(a, first, na, v[m - 1], right)
+    total = (last - first) + m
     for k in range(CHAINS):
-        j[k] = k * chunk
-        end[k] = m if k == CHAINS - 1 else (k + 1) * chunk
-        i[k] = count_before(a, 0, na, v[j[k]], right) if j[k] < end[k] else na
+        i[k] = merge_split(a, first, last, v, m, total * k // CHAINS, right)
+        j[k] = total * k // CHAINS - (i[k] - first)
+        # Out of order (a broken promise), the splits need not increase:
+        # keep the chains' needle ranges consecutive, so that every needle
+        # is written and none twice.
+        if k > 0:
+            j[k] = max(j[k], j[k - 1])
+            end[k - 1] = j[k]
+    end[CHAINS - 1] = m
     # The chains advance in lock-step: independent dependency chains that the
     # core overlaps. A step moves j by at most one, so no chain can finish
     # within `steps` steps and the inner loop needs no test per step.
