@@ -1,15 +1,16 @@
 """Merge-path searchsorted for sorted needles (Pallas, Mosaic GPU backend).
 
-The partition is the Pallas Triton kernel's (see `pallas_triton/merge_path.py`): the merge of `a`
-and `v` is cut into tiles of `tile` elements, one program each; a program
-finds where its two diagonals cross `a` and `v` by a fixed-step binary search
-(scalar loads, every thread alike), then resolves its needles by a binary
-search inside its slice of `a`, one needle per lane, in blocks of at most
-`_BLOCK` needles that its warpgroups take in turn. Blocks start anywhere, so
-each lane stores under a mask (see `_common`).
+The partition is the Pallas Triton kernel's (see
+`pallas_triton/merge_path.py`): the merge of `a` and `v` is cut into tiles of
+`tile` elements, one program each; a program finds where its two diagonals
+cross `a` and `v` by a fixed-step binary search (scalar loads, every thread
+alike), then resolves its needles by a binary search inside its slice of `a`,
+one needle per lane, in blocks of at most `_BLOCK` needles that its
+warpgroups take in turn. Blocks start anywhere, so each lane stores under a
+mask (see `_common`).
 
 Broken promises (unsorted `a` or `v`) give unspecified answers, but every
-answer lies in [0, N] and every needle is written, as in the Triton kernel.
+answer lies in [0, N] and every needle is written, as in the Pallas Triton kernel.
 """
 
 import functools

@@ -304,7 +304,8 @@ def _search(kind, config, a, v, side, out_dtype, interpret):
 
 
 _TRITON = dict(
-    interpreter="Triton's interpreter on the host\n    (needs torch, and TRITON_INTERPRET=1 before the kernels first load)",
+    interpreter="Triton's interpreter on the host\n    (needs torch, and TRITON_INTERPRET=1 before "
+                "the kernels first load)",
     raises="\nRaises:\n  ImportError: triton or jax-triton is missing (see `triton_available`).\n",
 )
 
