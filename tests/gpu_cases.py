@@ -222,6 +222,10 @@ def check_argument_errors(merge_path, binary_search, config_types):
         call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
     with pytest.raises(TypeError, match="out_dtype"):
         call(f32, f32, side="left", out_dtype=jnp.float32)
+    # Answers up to len(a) past 2**31 - 1: traced only, never allocated.
+    huge, few = (jax.ShapeDtypeStruct((size,), jnp.int8) for size in (2**31, 4))
+    with pytest.raises(ValueError, match="need out_dtype int64"):
+        jax.eval_shape(functools.partial(call, side="left"), huge, few)
     with pytest.raises(TypeError, match="MergePathConfig"):
         call(f32, f32, side="left", config=binary_config())
     with pytest.raises(TypeError, match="BinarySearchConfig"):
