@@ -166,5 +166,7 @@ def test_64_bit_indices_lower(config):
             num_stages=config.num_stages,
         )
     assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
+    # Without x64: answers that fit in int32, positions past it.
+    a = jax.ShapeDtypeStruct((2**31 - 1,), jnp.int8)
     with pytest.raises(ValueError, match="jax_enable_x64"):
         lower_for_cuda(kernel_for(config, "right"), a, v)
