@@ -18,18 +18,12 @@ jnp.searchsorted.
 import argparse
 import functools
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-try:
-    import jaxsearch.pallas_kernels as pk
-except ImportError:  # Not installed: use the source tree.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import pallas_kernels as pk
+import jaxsearch.pallas_kernels as pk
 
 try:
     import torch

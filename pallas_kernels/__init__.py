@@ -1,20 +1,27 @@
-"""GPU searchsorted kernels in Pallas (Triton backend).
+"""GPU searchsorted kernels, each written three times.
 
-`merge_path_searchsorted` needs sorted needles and streams both inputs once;
-`binary_search_searchsorted` takes any needles; `is_sorted` tells which one
-applies. Both kernels also run in the Pallas interpreter (`interpret=True`)
-on any backend. This package imports nothing from `jaxsearch`.
+Two kernels: the merge path (`merge_path.py`) needs sorted needles and
+streams both inputs once; the binary search (`binary_search.py`) takes any
+needles; `is_sorted` tells which one applies. Each is written for three
+backends, one subpackage each, with the same configs and semantics:
 
-The same two kernels written in the Triton language, called through
-jax-triton: `triton_merge_path_searchsorted` and
-`triton_binary_search_searchsorted` (same configs and semantics);
-`triton_available()` says whether they can run here. triton, torch and
-jax-triton load only when these are called.
+- `pallas_triton/`: Pallas with its Triton backend,
+  `merge_path_searchsorted` and `binary_search_searchsorted`;
+  `pallas_available()` says whether this jax still has that backend.
+- `mosaic_gpu/`: Pallas with its Mosaic GPU backend, for compute capability
+  9.0 and above, `mosaic_merge_path_searchsorted` and
+  `mosaic_binary_search_searchsorted`; `mosaic_available()` says whether this
+  jax has what they need.
+- `triton/`: the Triton language, called through jax-triton,
+  `triton_merge_path_searchsorted` and `triton_binary_search_searchsorted`;
+  `triton_available()` says whether they can run here. triton, torch and
+  jax-triton load only when these are called.
 
-The same two kernels in Pallas with its Mosaic GPU backend, for compute
-capability 9.0 and above: `mosaic_merge_path_searchsorted` and
-`mosaic_binary_search_searchsorted` (same configs and semantics);
-`mosaic_available()` says whether this jax has what they need.
+Every wrapper also runs its kernel in an interpreter (`interpret=True`). The
+pieces all share are here at the top: the sort keys (`_order`), the Pallas
+searches (`_bisect`), the wrappers' setup and docstring (`_wrapper`), the
+configs and the tuning space (`configs`). This package imports nothing from
+`jaxsearch`.
 """
 
 import importlib
@@ -27,9 +34,8 @@ from .configs import (
     default_merge_path_config,
     tuning_space,
 )
-from .reference import searchsorted_reference
 from .sortedness import is_sorted
-from .triton_searchsorted import (
+from .triton import (
     triton_available,
     triton_binary_search_searchsorted,
     triton_merge_path_searchsorted,
@@ -44,7 +50,6 @@ __all__ = [
     "is_sorted",
     "mosaic_available",
     "pallas_available",
-    "searchsorted_reference",
     "sort_key",
     "triton_available",
     "triton_binary_search_searchsorted",
@@ -53,25 +58,24 @@ __all__ = [
 ]
 
 
-def _import_optional(backend, *modules):
-    """Imports kernel modules that need a Pallas backend jax may lack, and
-    exports their `<module>_searchsorted` wrappers; returns "" or why they
-    did not import."""
+def _import_optional(backend, subpackage):
+    """Imports a subpackage that needs a Pallas backend jax may lack, and
+    exports its wrappers; returns "" or why it did not import."""
     try:
-        loaded = [importlib.import_module(f"{__name__}.{module}") for module in modules]
+        module = importlib.import_module(f"{__name__}.{subpackage}")
     except ImportError as exc:
         return f"this jax has no usable Pallas {backend} backend ({exc})"
-    for module, name in zip(loaded, modules):
-        globals()[f"{name}_searchsorted"] = getattr(module, f"{name}_searchsorted")
-        __all__.append(f"{name}_searchsorted")
+    for name in module.__all__:
+        globals()[name] = getattr(module, name)
+        __all__.append(name)
     return ""
 
 
 # Pallas' Triton backend is deprecated (jax 0.11) and will leave jax: the
 # package must still import, with the native Triton kernels, once it has.
-_PALLAS_ERROR = _import_optional("Triton", "binary_search", "merge_path")
+_PALLAS_ERROR = _import_optional("Triton", "pallas_triton")
 # Mosaic GPU imports absl-py on jax 0.10, which jax itself does not require.
-_MOSAIC_ERROR = _import_optional("Mosaic GPU", "mosaic_binary_search", "mosaic_merge_path")
+_MOSAIC_ERROR = _import_optional("Mosaic GPU", "mosaic_gpu")
 
 
 def pallas_available():

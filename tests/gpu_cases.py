@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxsearch.pallas_kernels import BinarySearchConfig, MergePathConfig
+
 X64_DTYPES = ["int64", "uint64", "float64"]
 DTYPES = [
     "bool",
@@ -20,6 +22,14 @@ DTYPES = [
     "bfloat16",
     "float32",
 ] + X64_DTYPES
+
+
+# One config of each kernel and method, for the compile and lowering tests.
+SAMPLE_CONFIGS = [
+    MergePathConfig(tile=1024),
+    MergePathConfig(tile=256, method="compare", chunk=32),
+    BinarySearchConfig(block=256),
+]
 
 
 def sample(rng, dtype, size):
@@ -52,6 +62,21 @@ def assert_in_range(result, n):
     assert result.min(initial=0) >= 0 and result.max(initial=0) <= n
 
 
+def check_promise(result, a, v, side, promise_kept):
+    """Exact answers where `a` and `v` are sorted as promised; else the only
+    guarantee left, answers in [0, len(a)]."""
+    if promise_kept:
+        np.testing.assert_array_equal(result, expected(a, v, side))
+    else:
+        assert_in_range(result, len(a))
+
+
+def default_config_inputs():
+    """Sorted float inputs large enough for the default configs' tiles."""
+    rng = np.random.default_rng(5)
+    return sample(rng, "float32", 5000), sample(rng, "float32", 3000)
+
+
 def unsorted_cases(rng):
     """Inputs that break the sortedness promise, each way it can be broken."""
     sorted_a = np.sort(rng.normal(size=300)).astype(np.float32)
@@ -70,10 +95,26 @@ def unsorted_cases(rng):
 
 
 # ---------------------------------------------------------------------------
-# Cases that both GPU implementations must pass. Each takes `search(kernel, a,
-# v, side, out_dtype="int32")`, which runs one of the KERNELS of the calling
-# test file (Pallas in-process, native Triton in its interpreter worker) on
-# numpy arrays and returns a numpy array.
+# The cases every GPU implementation must pass, written once. A test file
+# runs them by importing them (`from gpu_cases import *`, which takes
+# __all__: pytest collects what a test module holds) and defining the
+# fixtures they take:
+#   kernel, matrix_kernel, binary_kernel: names of its kernels, all of them,
+#     one of each kind and backend (where more warpgroups change nothing),
+#     and those that take needles in any order;
+#   case_search(kernel, a, v, side, out_dtype="int32"): one kernel on numpy
+#     arrays, in the interpreter or on the device, answers as numpy;
+#   vmap_search(kernel, a, v, side, in_axes): the same under jax.vmap.
+
+__all__ = [
+    "test_binary_search_any_needles",
+    "test_broken_promises_stay_in_range",
+    "test_dtypes",
+    "test_int32_inputs_both_answer_widths",
+    "test_sizes",
+    "test_subnormals_keep_ieee_order",
+    "test_vmap",
+]
 
 SIDES = ("left", "right")
 
@@ -81,12 +122,13 @@ SIDES = ("left", "right")
 SIZES = [(1, 1), (1, 300), (300, 1), (128, 128), (129, 127), (3000, 5), (5, 3000)]
 
 
-def check_dtype(search, kernel, dtype):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dtypes(matrix_kernel, dtype, case_search):
     rng = np.random.default_rng(0)
     a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
     out_dtype = "int64" if dtype in X64_DTYPES else "int32"
     for side in SIDES:
-        result = search(kernel, a, v, side, out_dtype=out_dtype)
+        result = case_search(matrix_kernel, a, v, side, out_dtype=out_dtype)
         assert result.dtype == out_dtype
         np.testing.assert_array_equal(result, expected(a, v, side))
         with jax.enable_x64(dtype in X64_DTYPES):
@@ -95,47 +137,71 @@ def check_dtype(search, kernel, dtype):
             )
 
 
-def check_size(search, kernel, n, m):
+@pytest.mark.parametrize("n, m", SIZES)
+def test_sizes(kernel, n, m, case_search):
     rng = np.random.default_rng(n * 10_000 + m)
     a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
     v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
     for side in SIDES:
-        np.testing.assert_array_equal(search(kernel, a, v, side), expected(a, v, side))
+        np.testing.assert_array_equal(case_search(kernel, a, v, side), expected(a, v, side))
 
 
-def check_subnormals_keep_ieee_order(search, kernel):
+def test_subnormals_keep_ieee_order(matrix_kernel, case_search):
     # The kernels compare bits, as numpy does; XLA:CPU flushes subnormals in
     # float compares, so jnp.searchsorted there treats them as zero.
     tiny = np.float32(1e-45)
     a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
     v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
     for side in SIDES:
-        np.testing.assert_array_equal(search(kernel, a, v, side), np.searchsorted(a, v, side=side))
+        np.testing.assert_array_equal(
+            case_search(matrix_kernel, a, v, side), np.searchsorted(a, v, side=side)
+        )
 
 
-def check_int32_inputs_both_answer_widths(search, kernel):
+def test_int32_inputs_both_answer_widths(matrix_kernel, case_search):
+    # Under x64 Python ints become int64: the kernels must not care.
     rng = np.random.default_rng(2)
     a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
     v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
-    for out_dtype in ("int32", "int64"):
-        result = search(kernel, a, v, "left", out_dtype=out_dtype)
-        assert result.dtype == out_dtype
-        np.testing.assert_array_equal(result, expected(a, v, "left"))
+    with jax.enable_x64(True):
+        for out_dtype in ("int32", "int64"):
+            result = case_search(matrix_kernel, a, v, "left", out_dtype=out_dtype)
+            assert result.dtype == out_dtype
+            np.testing.assert_array_equal(result, expected(a, v, "left"))
 
 
-def check_broken_promises_stay_in_range(search, kernel):
+def test_broken_promises_stay_in_range(kernel, case_search):
     rng = np.random.default_rng(3)
     for a, v in unsorted_cases(rng):
         for side in SIDES:
-            assert_in_range(search(kernel, a, v, side), len(a))
+            assert_in_range(case_search(kernel, a, v, side), len(a))
 
 
-def check_binary_search_any_needles(search, kernel="binary"):
+def test_binary_search_any_needles(binary_kernel, case_search):
     rng = np.random.default_rng(4)
     a = sample(rng, "float32", 300)
     v = rng.permutation(sample(rng, "float32", 500))
     for side in SIDES:
-        np.testing.assert_array_equal(search(kernel, a, v, side), expected(a, v, side))
+        np.testing.assert_array_equal(case_search(binary_kernel, a, v, side), expected(a, v, side))
+
+
+@pytest.mark.parametrize(
+    "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
+)
+def test_vmap(matrix_kernel, in_axes, vmap_search):
+    rng = np.random.default_rng(1)
+    batch = 3
+    a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
+    v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
+    a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
+    v_in = v[0] if in_axes[1] is None else v
+    want = [
+        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
+        for b in range(batch)
+    ]
+    np.testing.assert_array_equal(
+        vmap_search(matrix_kernel, a_in, v_in, "right", in_axes), np.stack(want)
+    )
 
 
 def check_argument_errors(merge_path, binary_search, config_types):
@@ -156,6 +222,10 @@ def check_argument_errors(merge_path, binary_search, config_types):
         call(f32.astype(jnp.complex64), f32.astype(jnp.complex64), side="left")
     with pytest.raises(TypeError, match="out_dtype"):
         call(f32, f32, side="left", out_dtype=jnp.float32)
+    # Answers up to len(a) past 2**31 - 1: traced only, never allocated.
+    huge, few = (jax.ShapeDtypeStruct((size,), jnp.int8) for size in (2**31, 4))
+    with pytest.raises(ValueError, match="need out_dtype int64"):
+        jax.eval_shape(functools.partial(call, side="left"), huge, few)
     with pytest.raises(TypeError, match="MergePathConfig"):
         call(f32, f32, side="left", config=binary_config())
     with pytest.raises(TypeError, match="BinarySearchConfig"):

@@ -10,7 +10,8 @@ jaxlib, and ptxas from nvidia-cuda-nvcc-cu12).
 Importable (the test tier, bench/gpu_resources.py and
 tests/cuda_topology_check.py use it): the H200's target description,
 `missing_wheels()`, the cases (`config_cases()`, `dispatch_cases()`,
-`canary_cases()`) and `run_worker()`. Run as a script, this file is that worker: it reads
+`mosaic_dispatch_cases()`, `canary_cases()`, `DEVICE_CASE`) and
+`run_worker()`. Run as a script, this file is that worker: it reads
 cases (JSON) on stdin, compiles each in this process for the H200 and prints
 one JSON line per case. It runs in a process of its own because XLA reads
 XLA_FLAGS and its log settings once, when it starts, and the plugin needs
@@ -65,8 +66,9 @@ FAIL_ON_SPILL = "--xla_gpu_fail_ptx_compilation_on_register_spilling=true"
 # ptxas -v through XLA's log: registers, spills and shared memory per kernel.
 PTXAS_VERBOSE = "--xla_gpu_ptx_compiler_extra_flags=-v"
 
-# The custom call each GPU implementation's kernels lower to.
-KERNEL_CALL_TARGETS = {"pallas": "__gpu$xla.gpu.triton"}
+# How the custom call each GPU implementation's kernels lower to begins
+# (Mosaic GPU's is "mosaic_gpu_v2" in jax 0.10).
+KERNEL_CALL_TARGETS = {"pallas": "__gpu$xla.gpu.triton", "mosaic": "mosaic_gpu"}
 
 # What the tier needs, each as the modules that provide it (CUDA 12's, as
 # the h200-compile extra installs them, or CUDA 13's, as on a GPU machine).
@@ -95,7 +97,8 @@ def missing_wheels() -> str | None:
 
 def compile_env(*, verbose: bool = False) -> dict[str, str]:
     """The environment of a worker: spills fatal; with `verbose`, ptxas -v in
-    XLA's log."""
+    XLA's log, and Mosaic GPU's ptxas reports and IR in its dump folder
+    (Mosaic GPU runs ptxas itself: XLA's spill flag does not reach it)."""
     # ptxas, not libnvjitlink: what makes spills fatal and prints the report.
     flags = [FAIL_ON_SPILL, "--xla_gpu_enable_libnvjitlink=false"]
     if verbose:
@@ -104,19 +107,24 @@ def compile_env(*, verbose: bool = False) -> dict[str, str]:
            "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), *flags]).strip()}
     if verbose:
         env |= {"TF_CPP_MIN_LOG_LEVEL": "0",
-                "TF_CPP_VMODULE": "subprocess_compilation=2,nvjitlink=3"}
+                "TF_CPP_VMODULE": "subprocess_compilation=2,nvjitlink=3",
+                "MOSAIC_GPU_DUMP_PTXAS": "1", "MOSAIC_GPU_DUMP_RESOURCES": "1"}
     return env
 
 
-def run_worker(cases: list[dict], *, verbose: bool = False, timeout: float = 1800) -> list[dict]:
+def run_worker(cases: list[dict], *, verbose: bool = False, pallas_triton: bool = True,
+               timeout: float = 1800) -> list[dict]:
     """Compiles every case for the H200 in a worker process; its results, in order.
 
     Each result is the case with `ok`, `error` (the first lines of XLA's error
     when it failed), `kernel_calls` (the GPU kernel custom calls in the
     compiled module) and, with `verbose`, `kernels`: per kernel the registers,
-    spill bytes and shared memory that ptxas reported.
+    spill bytes and shared memory that ptxas reported, and for a Mosaic GPU
+    kernel its unsigned compares. Without `pallas_triton` the dispatch runs
+    as on a jax that has lost Pallas' Triton backend (Mosaic GPU first).
     """
-    args = [sys.executable, str(Path(__file__).resolve())] + (["--verbose"] if verbose else [])
+    args = [sys.executable, str(Path(__file__).resolve())]
+    args += (["--verbose"] if verbose else []) + ([] if pallas_triton else [_NO_PALLAS_TRITON])
     with tempfile.TemporaryDirectory() as scratch:  # never the source tree's jaxsearch/
         done = subprocess.run(args, input=json.dumps(cases), capture_output=True, text=True,
                               env=compile_env(verbose=verbose), cwd=scratch, timeout=timeout)
@@ -172,13 +180,25 @@ def dispatch_cases() -> list[dict]:
     return cases
 
 
-def _dispatch(implementation, sides, shapes) -> list[dict]:
+def mosaic_dispatch_cases() -> list[dict]:
+    """The default call's dispatch variants where Mosaic GPU is the first
+    choice (a worker run without Pallas Triton): each key dtype, side and
+    sorted_v vmapped at LARGE, and both skews for float32 and int64."""
+    return (_dispatch(None, ("left", "right"), ["vmapped"])
+            + _dispatch(None, ("left", "right"), ["skew a", "skew v"], ("float32", "int64")))
+
+
+def _dispatch(implementation, sides, shapes, dtypes=DTYPES) -> list[dict]:
     shapes = {name: (*SHAPES[name], None) if name in SHAPES else (*LARGE, BATCH)
               for name in shapes}
     return [{"what": "dispatch", "implementation": implementation, "dtype": dtype,
              "side": side, "sorted_v": sorted_v, "shape": name, "n": n, "m": m, "batch": batch}
-            for dtype in DTYPES for side in sides for sorted_v in (True, False, None)
+            for dtype in dtypes for side in sides for sorted_v in (True, False, None)
             for name, (n, m, batch) in shapes.items()]
+
+
+# The device the worker compiles for, as the dispatch sees it.
+DEVICE_CASE = {"what": "device"}
 
 
 def cumsum_cases() -> list[dict]:
@@ -194,8 +214,8 @@ def cumsum_cases() -> list[dict]:
 
 def case_id(case: dict) -> str:
     """A short readable name of a case."""
-    if case["what"] == "canary":
-        return f"canary-{case['size']}"
+    if case["what"] in ("canary", "device"):
+        return f"{case['what']}-{case.get('size', 'h200')}"
     if case["what"] == "config":
         fields = ",".join(f"{k}={v}" for k, v in case["config"].items() if v is not None)
         return (f"{case['implementation']}-{case['kind']}[{fields}]-{case['dtype']}-"
@@ -231,6 +251,36 @@ def parse_ptxas(log: str) -> dict[str, dict]:
 # memory it is launched with (Triton's is dynamic, so ptxas does not see it).
 _LAUNCH = re.compile(r"(\w+) grid: \[([\d, ]+)\] threads: \[([\d, ]+)\]\s+"
                      r"shared_memory: (\d+) bytes")
+
+
+def mosaic_resources(dump_dir: str) -> dict[str, dict]:
+    """Registers, spill bytes, shared memory and unsigned compares per Mosaic
+    GPU kernel, from its dumps (MOSAIC_GPU_DUMP_TO): the ptxas report, the
+    scratch allocation (jax 0.12, MOSAIC_GPU_DUMP_RESOURCES) and the IR."""
+    kernels = {}
+    for report in Path(dump_dir).glob("*.ptxas"):
+        resources = {}  # The report may or may not name the function itself.
+        for found in parse_ptxas(f"Compiling entry function '{report.stem}'\n"
+                                 + report.read_text()).values():
+            resources |= found
+        scratch = report.with_suffix(".resources.txt")
+        scratch = re.search(r"smem_scratch_bytes=(\d+)",
+                            scratch.read_text() if scratch.exists() else "")
+        kernels[report.stem] = {
+            **resources, "shared_memory": int(scratch.group(1)) if scratch else 0,
+            "unsigned_compares": _unsigned_compares(report.with_suffix(".mlir-passes.log"))}
+    return kernels
+
+
+def _unsigned_compares(passes_log: Path) -> int | None:
+    """How many unsigned integer compares the kernel's first IR dump holds:
+    the keys of signed and float dtypes must compare signed (jax 0.10's
+    Mosaic GPU can lose the signedness of an array, see `_order.float_key`),
+    and no interpreter or CPU test can see the difference."""
+    if not passes_log.exists():
+        return None
+    first = passes_log.read_text().split("IR Dump Before")[1]
+    return len(re.findall(r"arith\.cmpi u(?:lt|le|gt|ge)", first))
 
 
 def parse_launches(dump_dir: str) -> dict[str, dict]:
@@ -317,6 +367,11 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
+    if case["what"] == "device":
+        from jaxsearch import _gpu
+
+        return {**case, "ok": True, "error": "", "device": mesh.devices.flat[0].device_kind,
+                "compute_capability": _gpu.compute_capability()}
     fn, shapes = _function(case)
     with jax.enable_x64(case["dtype"] in X64_DTYPES):
         args = [jax.ShapeDtypeStruct(s, jax.numpy.dtype(case["dtype"]),
@@ -326,27 +381,37 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
         dump = tempfile.TemporaryDirectory()
         # Per compile, unlike XLA_FLAGS: this case's thunk sequence alone.
         options = {"xla_dump_to": dump.name} if verbose else {}
+        os.environ["MOSAIC_GPU_DUMP_TO"] = dump.name  # Read at each compile.
         with dump, _captured_stderr() as log:
             try:
                 text = jax.jit(fn).lower(*args).compile(compiler_options=options).as_text()
             except Exception as exc:  # noqa: BLE001  (XLA's errors, reported per case)
                 result.update(ok=False, error=str(exc)[:2000], kernel_calls=0)
             else:
-                targets = set(KERNEL_CALL_TARGETS.values())
+                targets = tuple(KERNEL_CALL_TARGETS.values())
                 calls = re.findall(r'custom_call_target="([^"]+)"', text)
                 result.update(ok=True, error="",
-                              kernel_calls=sum(1 for c in calls if c in targets))
+                              kernel_calls=sum(1 for c in calls if c.startswith(targets)))
             launches = parse_launches(dump.name)
+            mosaic = mosaic_resources(dump.name)
     if verbose:
         result["kernels"] = {name: {**resources, **launches.get(name, {})}
-                             for name, resources in parse_ptxas(log["text"]).items()}
+                             for name, resources in parse_ptxas(log["text"]).items()} | mosaic
     return result
+
+
+_NO_PALLAS_TRITON = "--without-pallas-triton"
 
 
 def main() -> int:
     verbose = "--verbose" in sys.argv[1:]
     cases = json.load(sys.stdin)
     import jax
+
+    if _NO_PALLAS_TRITON in sys.argv[1:]:
+        from jaxsearch import _gpu
+
+        _gpu.PALLAS_AVAILABLE, _gpu.PALLAS_REASON = False, f"disabled ({_NO_PALLAS_TRITON})"
 
     mesh = h200_mesh()
     with jax.set_mesh(mesh):

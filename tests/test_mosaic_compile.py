@@ -1,83 +1,82 @@
 """The Mosaic GPU kernels compile for an H200, without a GPU, and none spills.
 
-Runs tests/mosaic_h200_check.py in a fresh process (the compile-only CUDA
-topology needs JAX_PLATFORMS=cpu before jax starts). Needs the slim CUDA
-compile set next to jaxlib (see that script); without it the test skips and
-says what to install.
+The compile worker is `h200.py`'s (a compile-only CUDA topology, in a fresh
+process), run as on a jax that has lost Pallas' Triton backend, so that the
+dispatch chooses Mosaic GPU. Compiled: every config of the tuning space with
+each Mosaic GPU kernel (float32 and int64 keys, both sides, under vmap), and
+the public searchsorted for every key dtype, both sides, sorted_v
+True/False/None, vmapped, and both skews. Mosaic GPU runs ptxas itself, so
+XLA's spill flag covers XLA's own kernels only: each Mosaic kernel's ptxas
+report (MOSAIC_GPU_DUMP_PTXAS) is read instead. Without the `h200-compile`
+extra the tests skip, saying what to install.
 """
 
-import json
-from pathlib import Path
-
 import h200
-import jax
 import pytest
-from processes import run_python
 
 import jaxsearch.pallas_kernels as pk
 
-CHECK = Path(__file__).resolve().parent / "mosaic_h200_check.py"
-
-
-def _compile_set_missing() -> str | None:
-    """Why the H200 compile of the Mosaic kernels cannot run here, or None."""
-    if not pk.mosaic_available()[0]:
-        return pk.mosaic_available()[1]
-    return h200.missing_wheels()
+MISSING = pk.mosaic_available()[1] or h200.missing_wheels()
+# Keys of one 32-bit and one 64-bit dtype: the registers a config needs.
+CONFIG_CASES = h200.config_cases(pk.tuning_space(), dtypes=("float32", "int64"),
+                                 implementations=("mosaic",))
+DISPATCH_CASES = h200.mosaic_dispatch_cases()
+UNSIGNED_DTYPES = ("bool", "uint8", "uint16", "uint32", "uint64")
 
 
 @pytest.fixture(scope="module")
-def report():
-    missing = _compile_set_missing()
-    if missing:
-        pytest.skip(missing)
-    done = run_python(str(CHECK), env={"JAX_PLATFORMS": "cpu",
-                                       "PYTHONPATH": str(CHECK.parent)}, timeout=2400)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def compiled():
+    """Each case's result, by case id: everything compiled once."""
+    if MISSING:
+        pytest.skip(MISSING)
+    cases = [h200.DEVICE_CASE, *CONFIG_CASES, *DISPATCH_CASES]
+    results = h200.run_worker(cases, verbose=True, pallas_triton=False)
+    return {h200.case_id(r): r for r in results}
 
 
-def test_every_variant_compiles_with_mosaic_kernels(report):
-    assert report["device"] == "NVIDIA H200"
-    assert report["compute_capability"] == [9, 0]  # what the dispatch reads
-    failed = {name: entry["error"] for name, entry in report["variants"].items()
-              if not entry["ok"]}
+def _mosaic_kernels(result):
+    """The Mosaic GPU kernels a case compiled (those with an IR dump); none
+    where the worker had already compiled the same kernel (Mosaic GPU's
+    cache: bool keys are uint8 ones to the kernel, say)."""
+    return {name: k for name, k in result["kernels"].items() if "unsigned_compares" in k}
+
+
+def test_every_variant_compiles_with_mosaic_kernels(compiled):
+    device = compiled[h200.case_id(h200.DEVICE_CASE)]
+    assert device["device"] == "NVIDIA H200"
+    assert device["compute_capability"] == [9, 0]  # what the dispatch reads
+    failed = {name: r["error"] for name, r in compiled.items() if not r["ok"]}
     assert not failed
-    for name, entry in report["variants"].items():
+    for case in CONFIG_CASES + DISPATCH_CASES:
         # The dispatch took Mosaic GPU, and each program holds its kernels.
-        assert entry["mosaic_calls"] >= 1, name
+        assert compiled[h200.case_id(case)]["kernel_calls"] >= 1, h200.case_id(case)
 
 
-def test_no_kernel_spills_or_overflows_shared_memory(report):
-    kernels = [(name, k) for name, entry in report["variants"].items()
-               for k in entry.get("kernels", [])]
+def test_no_kernel_spills_or_overflows_shared_memory(compiled):
+    kernels = [(h200.case_id(case), name, k) for case in CONFIG_CASES + DISPATCH_CASES
+               for name, k in _mosaic_kernels(compiled[h200.case_id(case)]).items()]
     assert kernels, "no ptxas report came back (MOSAIC_GPU_DUMP_PTXAS)"
-    for name, k in kernels:
-        assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (name, k)
-        assert k["registers"] is not None and k["registers"] <= 255, (name, k)
-        assert k["smem_bytes"] <= 232448, (name, k)
+    for case, name, k in kernels:
+        assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (case, name, k)
+        assert k["registers"] <= 255, (case, name, k)
+        assert max(k["static_smem"], k["shared_memory"]) <= 232448, (case, name, k)
 
 
-def test_keys_compare_with_their_dtypes_signedness(report):
+def test_keys_compare_with_their_dtypes_signedness(compiled):
     """Unsigned key dtypes compare unsigned, all others signed: a lost
     signedness would misorder negative keys on the GPU, where no test here
     runs (the interpreter computes with jnp)."""
-    for name, entry in report["variants"].items():
-        if not name.startswith("dispatch "):
-            continue
-        dtype = name.split()[1]
-        for k in entry["kernels"]:
-            if dtype in ("bool", "uint8", "uint16", "uint32", "uint64"):
-                assert k["unsigned_compares"] > 0, (name, k)
+    for case in DISPATCH_CASES:
+        for name, k in _mosaic_kernels(compiled[h200.case_id(case)]).items():
+            if case["dtype"] in UNSIGNED_DTYPES:
+                assert k["unsigned_compares"] > 0, (h200.case_id(case), name, k)
             else:
-                assert k["unsigned_compares"] == 0, (name, k)
+                assert k["unsigned_compares"] == 0, (h200.case_id(case), name, k)
 
 
-def test_the_whole_space_and_every_dtype_are_covered(report):
-    names = list(report["variants"])
-    assert sum(name.startswith("config ") for name in names) == 2 * len(pk.tuning_space())
-    for dtype in ("bool", "int8", "uint16", "bfloat16", "float64", "uint64"):
-        for sorted_v in (True, False, None):
-            assert any(f"dispatch {dtype} balanced" in n and f"sorted_v={sorted_v}" in n
-                       for n in names)
-    assert jax.__version__ == report["jax"]
+def test_the_whole_space_and_every_dtype_are_covered():
+    configs = {(c["kind"], tuple(sorted(c["config"].items()))) for c in CONFIG_CASES}
+    assert len(configs) == len(pk.tuning_space())
+    covered = {(c["dtype"], c["side"], c["sorted_v"]) for c in DISPATCH_CASES}
+    assert covered == {(dtype, side, sorted_v) for dtype in h200.DTYPES
+                       for side in ("left", "right") for sorted_v in (True, False, None)}

@@ -13,23 +13,18 @@ interpreter, which calls back to the host for every memory access).
 
 import contextlib
 import functools
-import sys
-from pathlib import Path
 
 import gpu_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import DTYPES, X64_DTYPES, assert_in_range, expected, sample
+from gpu_cases import X64_DTYPES, expected, sample
+from gpu_cases import *  # noqa: F403  (the shared cases, gpu_cases.__all__, run on KERNELS)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-try:
-    import jaxsearch.pallas_kernels as pk
-except ImportError:  # Not installed: use the source tree.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import pallas_kernels as pk
+import jaxsearch.pallas_kernels as pk
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -110,27 +105,38 @@ def run(kernel, a, v, side, interpret, out_dtype="int32"):
         )
 
 
+# The fixtures of the shared cases (see gpu_cases.py).
+
+
+@pytest.fixture(params=KERNELS)
+def kernel(request):
+    return request.param
+
+
+@pytest.fixture(params=MATRIX_KERNELS)
+def matrix_kernel(request):
+    return request.param
+
+
+@pytest.fixture(params=BINARY_KERNELS)
+def binary_kernel(request):
+    return request.param
+
+
 @pytest.fixture
 def case_search(interpret):
-    """The shared cases' `search`, in the interpreter or on the device."""
     return functools.partial(run, interpret=interpret)
 
 
-@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dtypes(kernel, dtype, case_search):
-    gpu_cases.check_dtype(case_search, kernel, dtype)
+@pytest.fixture
+def vmap_search(interpret):
+    def search(kernel, a, v, side, in_axes):
+        fn = functools.partial(
+            KERNELS[kernel], side=side, out_dtype=jnp.int32, interpret=interpret
+        )
+        return np.asarray(jax.jit(jax.vmap(fn, in_axes=in_axes))(a, v))
 
-
-@pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("n, m", gpu_cases.SIZES)
-def test_sizes(kernel, n, m, case_search):
-    gpu_cases.check_size(case_search, kernel, n, m)
-
-
-@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
-def test_subnormals_keep_ieee_order(kernel, case_search):
-    gpu_cases.check_subnormals_keep_ieee_order(case_search, kernel)
+    return search
 
 
 @pytest.mark.parametrize("kernel", MATRIX_KERNELS)
@@ -147,49 +153,6 @@ def test_empty(kernel):
     np.testing.assert_array_equal(batched(jnp.ones((3, 4))), np.zeros((3, 4)))
 
 
-@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
-@pytest.mark.parametrize(
-    "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
-)
-def test_vmap(kernel, in_axes, interpret):
-    rng = np.random.default_rng(1)
-    batch = 3
-    a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
-    v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
-    fn = jax.jit(
-        jax.vmap(
-            lambda a, v: KERNELS[kernel](
-                a, v, side="right", out_dtype=jnp.int32, interpret=interpret
-            ),
-            in_axes=in_axes,
-        )
-    )
-    a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
-    v_in = v[0] if in_axes[1] is None else v
-    want = [
-        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
-        for b in range(batch)
-    ]
-    np.testing.assert_array_equal(fn(a_in, v_in), np.stack(want))
-
-
-@pytest.mark.parametrize("kernel", MATRIX_KERNELS)
-def test_x64_mode_int32_inputs(kernel, case_search):
-    # Python ints become int64 under x64: the kernels must not care.
-    with jax.enable_x64(True):
-        gpu_cases.check_int32_inputs_both_answer_widths(case_search, kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS)
-def test_broken_promises_stay_in_range(kernel, case_search):
-    gpu_cases.check_broken_promises_stay_in_range(case_search, kernel)
-
-
-@pytest.mark.parametrize("kernel", BINARY_KERNELS)
-def test_binary_search_any_needles(kernel, case_search):
-    gpu_cases.check_binary_search_any_needles(case_search, kernel)
-
-
 @pytest.mark.parametrize("kernel", [k for k in MERGE_KERNELS if k in MATRIX_KERNELS])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
@@ -203,33 +166,16 @@ def test_merge_path_property(kernel, data):
     sort_a, sort_v = data.draw(st.booleans()), data.draw(st.booleans())
     a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
     side = data.draw(st.sampled_from(["left", "right"]))
-    result = run(kernel, a, v, side, True)
-    if sort_a and sort_v:
-        np.testing.assert_array_equal(result, expected(a, v, side))
-    else:
-        assert_in_range(result, len(a))
+    gpu_cases.check_promise(run(kernel, a, v, side, True), a, v, side, sort_a and sort_v)
 
 
 def test_default_configs(interpret):
-    rng = np.random.default_rng(5)
-    a = sample(rng, "float32", 5000)
-    v = sample(rng, "float32", 3000)
+    a, v = gpu_cases.default_config_inputs()
     for fn in DEFAULT_WRAPPERS:
         result = fn(
             jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
         )
         np.testing.assert_array_equal(result, expected(a, v, "left"))
-
-
-def test_reference_matches_numpy():
-    rng = np.random.default_rng(6)
-    a = sample(rng, "float32", 300)
-    v = rng.permutation(sample(rng, "float32", 99))
-    for side in ("left", "right"):
-        np.testing.assert_array_equal(
-            pk.searchsorted_reference(jnp.asarray(a), jnp.asarray(v), side=side),
-            expected(a, v, side),
-        )
 
 
 @pytest.mark.parametrize(

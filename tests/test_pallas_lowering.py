@@ -7,13 +7,11 @@ we parse it with jaxlib's Triton dialect bindings and run the MLIR verifier.
 A config that does not lower or verify fails here, before any GPU sees it.
 """
 
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import pytest
 from jax._src.lib.mlir import ir
+from gpu_cases import SAMPLE_CONFIGS
 from lowering import (
     backend_config,
     lower_for_cuda,
@@ -22,11 +20,7 @@ from lowering import (
     verified_triton_module,
 )
 
-try:
-    import jaxsearch.pallas_kernels as pk
-except ImportError:  # Not installed: use the source tree.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import pallas_kernels as pk
+import jaxsearch.pallas_kernels as pk
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -88,11 +82,6 @@ LOWERING_DTYPES = [
     "int64",
     "uint64",
     "float64",
-]
-SAMPLE_CONFIGS = [
-    pk.MergePathConfig(tile=1024),
-    pk.MergePathConfig(tile=256, method="compare", chunk=32),
-    pk.BinarySearchConfig(block=256),
 ]
 
 
@@ -177,5 +166,7 @@ def test_64_bit_indices_lower(config):
             num_stages=config.num_stages,
         )
     assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
+    # Without x64: answers that fit in int32, positions past it.
+    a = jax.ShapeDtypeStruct((2**31 - 1,), jnp.int8)
     with pytest.raises(ValueError, match="jax_enable_x64"):
         lower_for_cuda(kernel_for(config, "right"), a, v)

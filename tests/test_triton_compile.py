@@ -16,19 +16,14 @@ a real GPU.
 """
 
 import os
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gpu_cases import SAMPLE_CONFIGS
 
-try:
-    import jaxsearch.pallas_kernels as pk
-except ImportError:  # Not installed: use the source tree.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import pallas_kernels as pk
+import jaxsearch.pallas_kernels as pk
 
 triton = pytest.importorskip(
     "triton",
@@ -42,7 +37,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 
 from triton.backends.compiler import GPUTarget
 
-_Launch = pk.triton_searchsorted._Launch
+_Launch = pk.triton.searchsorted._Launch
 SM90 = GPUTarget("cuda", 90, 32)
 GFX942 = GPUTarget("hip", "gfx942", 64)
 # Shared memory per block: Hopper's largest (with the opt-in); MI300's LDS.
@@ -156,15 +151,7 @@ def test_every_dtype_compiles(kind, dtype):
 
 
 @pytest.mark.parametrize("n", [2**31 + 5, 2**32 + 5], ids=["u32", "i64"])
-@pytest.mark.parametrize(
-    "config",
-    [
-        pk.MergePathConfig(tile=1024),
-        pk.MergePathConfig(tile=256, method="compare", chunk=32),
-        pk.BinarySearchConfig(block=512),
-    ],
-    ids=str,
-)
+@pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 def test_int64_positions_compile(config, n):
     """Past 2**31 elements the kernels index in int64 (WIDE); jax-triton
     passes such sizes as u32 or i64 scalars."""
@@ -173,15 +160,7 @@ def test_int64_positions_compile(config, n):
 
 
 @pytest.mark.parametrize("rows", [1, 2])
-@pytest.mark.parametrize(
-    "config",
-    [
-        pk.MergePathConfig(tile=256),
-        pk.MergePathConfig(tile=128, method="compare", chunk=32),
-        pk.BinarySearchConfig(block=128),
-    ],
-    ids=str,
-)
+@pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 def test_scalars_of_one_compile(config, rows):
     """Sizes and strides of 1 reach the kernel as constexprs (jax-triton's
     specialisation): one-element inputs and batches of them still compile."""

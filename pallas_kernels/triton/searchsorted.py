@@ -5,7 +5,7 @@
 configs of the Pallas wrappers: every real dtype, NaN last with all NaNs
 equal, -0.0 == 0.0, both sides, int32 or int64 answers, answers in [0, N]
 under a broken sortedness promise. The kernels themselves are in
-`triton_merge_path.py` and `triton_binary_search.py`.
+`merge_path.py` and `binary_search.py` next to this module.
 
 Nothing here imports triton, torch or jax-triton at import time: the kernel
 modules and jax-triton load on the first call, so this module imports on any
@@ -33,15 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._args import resolve_config, validate
-from .configs import (
-    BinarySearchConfig,
-    MergePathConfig,
-    default_binary_search_config,
-    default_merge_path_config,
-)
-
-_INT32_MAX = np.iinfo(np.int32).max
+from .._bisect import INT32_MAX
+from .._wrapper import searchsorted_wrapper
+from ..configs import BinarySearchConfig, MergePathConfig
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
 _MAX_GRID_Y = 65535
 
@@ -101,7 +95,7 @@ def _lowering_error(jax_triton) -> str:
     jax ("" when it can): its lowering follows jax's internals, and a jax
     newer than it breaks every call (jax 0.12 calls DCE rules with an
     argument that jax-triton 0.4.1 does not take)."""
-    from ._triton_common import copy_one
+    from ._common import copy_one
 
     x = jax.ShapeDtypeStruct((1,), jnp.int32)
 
@@ -164,14 +158,6 @@ def triton_available(interpret: bool = False) -> tuple[bool, str]:
     return _probe(interpret)
 
 
-def _validate(a, v, side, out_dtype):
-    """Checks the wrapper arguments; returns `out_dtype` as a numpy dtype."""
-    out_dtype = validate(a, v, side, out_dtype)
-    if out_dtype == jnp.int32 and a.shape[0] > _INT32_MAX:
-        raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
-    return out_dtype
-
-
 @dataclasses.dataclass(frozen=True)
 class _Launch:
     """What one kernel launch needs besides the operands."""
@@ -184,7 +170,7 @@ class _Launch:
 
     def kernel(self):
         """The kernel (a triton JITFunction, or the interpreter's)."""
-        module = importlib.import_module(f".triton_{self.kind}", __package__)
+        module = importlib.import_module(f".{self.kind}", __package__)
         kernel = getattr(module, f"{self.kind}_kernel")
         interpreted = type(kernel).__name__ == "InterpretedFunction"
         if self.interpret and not interpreted:
@@ -211,13 +197,13 @@ class _Launch:
                 "CHUNK": config.chunk,
                 "DIAG_STEPS": min(n, m).bit_length(),
                 "LEFT": left,
-                "WIDE": n + m + config.tile > _INT32_MAX,
+                "WIDE": n + m + config.tile > INT32_MAX,
             }
         return -(-m // config.block), {
             "BLOCK": config.block,
             "STEPS": n.bit_length(),
             "LEFT": left,
-            "WIDE": n + m + config.block > _INT32_MAX,
+            "WIDE": n + m + config.block > INT32_MAX,
         }
 
 
@@ -317,64 +303,18 @@ def _search(kind, config, a, v, side, out_dtype, interpret):
     return _batched(spec)(a[None], v[None])[0]
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`, by the
-    native Triton merge-path kernel.
+_TRITON = dict(
+    interpreter="Triton's interpreter on the host\n    (needs torch, and TRITON_INTERPRET=1 before "
+                "the kernels first load)",
+    raises="\nRaises:\n  ImportError: triton or jax-triton is missing (see `triton_available`).\n",
+)
 
-    Args:
-      a: 1-D sorted array (NaNs last), the haystack.
-      v: 1-D sorted array (NaNs last) of the same dtype, the needles.
-      side: 'left' or 'right', as in `jnp.searchsorted`.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      config: a MergePathConfig; None picks `default_merge_path_config`.
-      interpret: run the kernel in Triton's interpreter on the host (needs
-        torch, and TRITON_INTERPRET=1 before the kernels first load).
 
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
-      number of elements of `a` before it (side='left': a < v; side='right':
-      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
-      If `a` or `v` is not sorted the values are unspecified but lie in
-      [0, len(a)].
-
-    Raises:
-      ImportError: triton or jax-triton is missing (see `triton_available`).
-    """
-    out_dtype = _validate(a, v, side, out_dtype)
-    n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
+@searchsorted_wrapper("merge_path", kernel="the native Triton merge-path kernel", **_TRITON)
+def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     return _search("merge_path", config, a, v, side, out_dtype, interpret)
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` for sorted `a` and any `v`, by the
-    native Triton binary-search kernel.
-
-    Args:
-      a: 1-D sorted array (NaNs last), the haystack.
-      v: 1-D array of the same dtype, the needles, in any order.
-      side: 'left' or 'right', as in `jnp.searchsorted`.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      config: a BinarySearchConfig; None picks `default_binary_search_config`.
-      interpret: run the kernel in Triton's interpreter on the host (needs
-        torch, and TRITON_INTERPRET=1 before the kernels first load).
-
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
-      number of elements of `a` before it (side='left': a < v; side='right':
-      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
-      If `a` is not sorted the values are unspecified but lie in [0, len(a)].
-
-    Raises:
-      ImportError: triton or jax-triton is missing (see `triton_available`).
-    """
-    out_dtype = _validate(a, v, side, out_dtype)
-    n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
+@searchsorted_wrapper("binary_search", kernel="the native Triton binary-search kernel", **_TRITON)
+def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
     return _search("binary_search", config, a, v, side, out_dtype, interpret)

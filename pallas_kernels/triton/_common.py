@@ -1,11 +1,11 @@
 """Pieces both native Triton kernels share, in the Triton language.
 
-The same order as `_order.sort_key` (every NaN equal and last, -0.0 == 0.0,
+The same order as `.._order.sort_key` (every NaN equal and last, -0.0 == 0.0,
 +-inf ordinary; integers in their own signed or unsigned order), computed on
 values already loaded; a fixed-step bisection that serves both the per-lane
 lower bound and the merge-path diagonal search; and the needle-block load
 and store. This module imports triton: import it only where triton is
-installed (the wrappers in `triton_searchsorted` do so lazily).
+installed (the wrappers in `searchsorted.py` do so lazily).
 """
 
 import triton

@@ -7,13 +7,12 @@ ceil(log2(N + 1)), so the lanes of a warp never diverge.
 
 import functools
 
-import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from . import _bisect, _common
-from ._args import resolve_config, validate
-from .configs import BinarySearchConfig, default_binary_search_config
+from .. import _bisect
+from .._wrapper import searchsorted_wrapper
+from . import _common
 
 
 def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
@@ -30,29 +29,10 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
     _common.resolve_needles(v_ref, o_ref, start, m - start, block=block, resolve=resolve)
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def binary_search_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` for sorted `a` and any `v`.
-
-    Args:
-      a: 1-D sorted array (NaNs last), the haystack.
-      v: 1-D array of the same dtype, the needles, in any order.
-      side: 'left' or 'right', as in `jnp.searchsorted`.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      config: a BinarySearchConfig; None picks `default_binary_search_config`.
-      interpret: run the kernel in the Pallas interpreter (any backend).
-
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
-      number of elements of `a` before it (side='left': a < v; side='right':
-      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
-      If `a` is not sorted the values are unspecified but lie in [0, len(a)].
-    """
-    out_dtype = validate(a, v, side, out_dtype)
+@searchsorted_wrapper("binary_search", kernel="the Pallas Triton binary-search kernel",
+                      interpreter="the Pallas interpreter (any backend)")
+def binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    config = resolve_config(config, BinarySearchConfig, default_binary_search_config, n, m, a.dtype)
     _bisect.check_extent(n + m + config.block)
     kernel = functools.partial(_binary_search_kernel, block=config.block, side=side)
     return _common.launch(

@@ -34,7 +34,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
 
-from ._order import bits_dtype, float_key
+from .._order import bits_dtype, float_key
 
 LANES = 128  # CUDA threads in a warpgroup.
 WARPS_PER_WARPGROUP = 4

@@ -18,15 +18,14 @@ program whose range comes out longer than a tile loops over it.
 
 import functools
 
-import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from . import _bisect, _common
-from ._args import resolve_config, validate
-from ._order import precedes, sort_key
-from .configs import MergePathConfig, default_merge_path_config
+from .. import _bisect
+from .._order import precedes, sort_key
+from .._wrapper import searchsorted_wrapper
+from . import _common
 
 
 def _compare_counts(a_ref, start, count, v_key, *, chunk, side):
@@ -91,30 +90,10 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
     _bisect.count_loop(_bisect.cdiv_pow2(nv, tile), needle_block, ())
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`.
-
-    Args:
-      a: 1-D sorted array (NaNs last), the haystack.
-      v: 1-D sorted array (NaNs last) of the same dtype, the needles.
-      side: 'left' or 'right', as in `jnp.searchsorted`.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      config: a MergePathConfig; None picks `default_merge_path_config`.
-      interpret: run the kernel in the Pallas interpreter (any backend).
-
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`: for each needle the
-      number of elements of `a` before it (side='left': a < v; side='right':
-      a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
-      If `a` or `v` is not sorted the values are unspecified but lie in
-      [0, len(a)].
-    """
-    out_dtype = validate(a, v, side, out_dtype)
+@searchsorted_wrapper("merge_path", kernel="the Pallas Triton merge-path kernel",
+                      interpreter="the Pallas interpreter (any backend)")
+def merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
     _bisect.check_extent(n + m + config.tile)
     kernel = functools.partial(
         _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side

@@ -1,6 +1,6 @@
 """Merge-path searchsorted for sorted needles, in the Triton language.
 
-The kernel behind `triton_merge_path_searchsorted` (in `triton_searchsorted`,
+The kernel behind `triton_merge_path_searchsorted` (in `searchsorted.py`,
 which imports this module lazily). With `a` and `v` both sorted the answers
 are one merge of the two: a[i] goes before v[j] when it precedes it (a < v
 for side='left', a <= v for 'right'), and the answer for v[j] is the number
@@ -23,7 +23,7 @@ comes out longer than a tile loops over it.
 import triton
 import triton.language as tl
 
-from ._triton_common import (
+from ._common import (
     as_index,
     batch_row,
     bisect,

@@ -1,7 +1,7 @@
 """Binary-search searchsorted for any needles, in the Triton language.
 
 The kernel behind `triton_binary_search_searchsorted` (in
-`triton_searchsorted`, which imports this module lazily): each program takes
+`searchsorted.py`, which imports this module lazily): each program takes
 `BLOCK` needles, one lane each, and every lane searches the whole of `a`
 with the same fixed number of halvings, ceil(log2(N + 1)), so the lanes of
 a warp never diverge. Grid: (ceil(M / BLOCK), batch).
@@ -10,7 +10,7 @@ a warp never diverge. Grid: (ceil(M / BLOCK), batch).
 import triton
 import triton.language as tl
 
-from ._triton_common import (
+from ._common import (
     as_index,
     batch_row,
     bisect,

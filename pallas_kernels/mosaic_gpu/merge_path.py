@@ -1,27 +1,25 @@
 """Merge-path searchsorted for sorted needles (Pallas, Mosaic GPU backend).
 
-The partition is the Triton kernel's (see `merge_path.py`): the merge of `a`
-and `v` is cut into tiles of `tile` elements, one program each; a program
-finds where its two diagonals cross `a` and `v` by a fixed-step binary search
-(scalar loads, every thread alike), then resolves its needles by a binary
-search inside its slice of `a`, one needle per lane, in blocks of at most
-`_BLOCK` needles that its warpgroups take in turn. Blocks start anywhere, so
-each lane stores under a mask (see `_mosaic_common`).
+The partition is the Pallas Triton kernel's (see
+`pallas_triton/merge_path.py`): the merge of `a` and `v` is cut into tiles of
+`tile` elements, one program each; a program finds where its two diagonals
+cross `a` and `v` by a fixed-step binary search (scalar loads, every thread
+alike), then resolves its needles by a binary search inside its slice of `a`,
+one needle per lane, in blocks of at most `_BLOCK` needles that its
+warpgroups take in turn. Blocks start anywhere, so each lane stores under a
+mask (see `_common`).
 
 Broken promises (unsorted `a` or `v`) give unspecified answers, but every
-answer lies in [0, N] and every needle is written, as in the Triton kernel.
-Config `method='compare'` has no Mosaic GPU form here: it resolves by bisection.
+answer lies in [0, N] and every needle is written, as in the Pallas Triton kernel.
 """
 
 import functools
 
-import jax
 import jax.numpy as jnp
 
-from . import _bisect
-from . import _mosaic_common as mc
-from ._args import resolve_config, validate
-from .configs import MergePathConfig, default_merge_path_config
+from .. import _bisect
+from .._wrapper import searchsorted_wrapper
+from . import _common as mc
 
 # Needles per warpgroup and block: 4 per thread keeps a 64-bit search's
 # registers (bounds, keys, loaded values) well under the spill line.
@@ -69,21 +67,14 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
     _bisect.count_loop(_bisect.cdiv_pow2(nv, stride), needle_block, ())
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "config", "interpret"))
-def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` for sorted `a` and sorted `v`, by Mosaic GPU.
-
-    Arguments, result and guarantees as `merge_path_searchsorted`'s (the
-    Pallas Triton kernel), except: `config.tile` must be at least 128
-    (`num_warps // 4` warpgroups per program; `method`, `chunk` and
-    `num_stages` are not used), and `interpret` runs the kernel in Mosaic
-    GPU's interpreter.
-    """
-    out_dtype = validate(a, v, side, out_dtype)
+@searchsorted_wrapper(
+    "merge_path", kernel="the Pallas Mosaic GPU merge-path kernel",
+    interpreter="Mosaic GPU's interpreter (any backend)",
+    config_note="\n    `config.tile` must be at least 128 and gives `num_warps // 4`"
+                "\n    warpgroups per program; `method`, `chunk` and `num_stages` are"
+                "\n    not used (the needles are resolved by bisection).")
+def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    config = resolve_config(config, MergePathConfig, default_merge_path_config, n, m, a.dtype)
     lanes = mc.Lanes(min(config.tile, _BLOCK), a.dtype, interpret)
     threads = mc.warpgroups(config.num_warps, config.tile)
     merged = n + mc.padded_length(m, lanes)

@@ -7,7 +7,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from ._order import sort_key
+from .._order import sort_key
 
 
 def zero_of(ref):

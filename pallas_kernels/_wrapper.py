@@ -1,0 +1,108 @@
+"""What every public kernel wrapper shares, Pallas and native Triton: the
+argument checks, the setup (empty inputs, the config), jit, and one
+docstring for each kind of kernel."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from ._bisect import INT32_MAX
+from ._order import SIDES, check_dtype
+from .configs import (
+    BinarySearchConfig,
+    MergePathConfig,
+    default_binary_search_config,
+    default_merge_path_config,
+)
+
+
+def validate(a, v, side, out_dtype):
+    """Checks the wrapper arguments; returns `out_dtype` as a numpy dtype."""
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError(f"a and v must be 1-D, got shapes {a.shape}, {v.shape}")
+    if a.dtype != v.dtype:
+        raise TypeError(f"a and v must share a dtype, got {a.dtype}, {v.dtype}")
+    check_dtype(a.dtype)
+    out_dtype = jnp.dtype(out_dtype)
+    if out_dtype not in (jnp.dtype(jnp.int32), jnp.dtype(jnp.int64)):
+        raise TypeError(f"out_dtype must be int32 or int64, got {out_dtype}")
+    if out_dtype == jnp.int64 and not jax.config.jax_enable_x64:
+        raise TypeError("out_dtype int64 needs jax_enable_x64")
+    if out_dtype == jnp.int32 and a.shape[0] > INT32_MAX:
+        raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
+    return out_dtype
+
+
+# Per kind: its config class, its default, and what it asks of the needles.
+_KINDS = {
+    "merge_path": (MergePathConfig, default_merge_path_config, "sorted `v`",
+                   "1-D sorted array (NaNs last) of the same dtype, the needles"),
+    "binary_search": (BinarySearchConfig, default_binary_search_config, "any `v`",
+                      "1-D array of the same dtype, the needles, in any order"),
+}
+
+_DOC = """`jnp.searchsorted(a, v, side)` for sorted `a` and {needles}, by {kernel}.
+
+Args:
+  a: 1-D sorted array (NaNs last), the haystack.
+  v: {v}.
+  side: 'left' or 'right', as in `jnp.searchsorted`.
+  out_dtype: int32 or int64 (int64 needs jax_enable_x64; answers past
+    2**31 - 1 need int64).
+  config: a {config}; None picks `{default}`.{config_note}
+  interpret: run the kernel in {interpreter}.
+
+Returns:
+  Array of shape (len(v),) and dtype `out_dtype`: for each needle the
+  number of elements of `a` before it (side='left': a < v; side='right':
+  a <= v) in the total order where NaNs are equal and last and -0.0 == 0.0.
+  Under a broken promise ({unsorted} not sorted) the values are unspecified
+  but lie in [0, len(a)].
+{raises}"""
+
+
+def searchsorted_wrapper(kind, *, kernel, interpreter, config_note="", raises=""):
+    """Makes a kernel's public wrapper from `search(a, v, *, side, out_dtype,
+    config, interpret)`, which sees checked arguments, non-empty inputs and a
+    config of the kind's class (the default when the caller gave none).
+
+    Args:
+      kind: "merge_path" or "binary_search".
+      kernel: the kernel's name in the docstring ("the Pallas Triton merge-path kernel").
+      interpreter: what `interpret=True` runs the kernel in.
+      config_note: what this kernel makes of the config, indented for the docstring.
+      raises: the docstring's "Raises:" section, if any.
+
+    Returns:
+      A decorator; the wrapper it makes is jitted, with every argument but
+      `a` and `v` static.
+    """
+    config_cls, default, needles, v_doc = _KINDS[kind]
+
+    def decorate(search):
+        def wrapper(a, v, *, side, out_dtype, config=None, interpret=False):
+            out_dtype = validate(a, v, side, out_dtype)
+            n, m = a.shape[0], v.shape[0]
+            if n == 0 or m == 0:
+                return jnp.zeros((m,), out_dtype)
+            if config is None:
+                config = default(n, m, a.dtype)
+            elif not isinstance(config, config_cls):
+                raise TypeError(f"config must be a {config_cls.__name__}, got {config!r}")
+            return search(a, v, side=side, out_dtype=out_dtype, config=config,
+                          interpret=interpret)
+
+        # Not functools.wraps: jit would read `search`'s signature through
+        # __wrapped__, where `config` has no default.
+        wrapper.__name__, wrapper.__qualname__ = search.__name__, search.__qualname__
+        wrapper.__module__ = search.__module__
+        wrapper.__doc__ = _DOC.format(
+            needles=needles, kernel=kernel, v=v_doc, config=config_cls.__name__,
+            default=default.__name__, config_note=config_note, interpreter=interpreter,
+            unsorted="`a` or `v`" if kind == "merge_path" else "`a`", raises=raises)
+        return jax.jit(wrapper, static_argnames=("side", "out_dtype", "config", "interpret"))
+
+    return decorate
