@@ -1,7 +1,7 @@
 """The full benchmark: ``python bench/bench.py [--quick] [--output DIR]``.
 
-The same as ``python -m jaxsearch bench``; the harness lives in
-``jaxsearch._bench`` so that it ships with the package.
+The same as ``python -m jaxsearch bench``; the harness lives in the package
+(``jaxsearch._bench_*``) so that it ships with it.
 """
 
 import sys

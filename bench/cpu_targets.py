@@ -18,7 +18,7 @@
 6. No allocation besides the output, no copy of `a` or `v` (an unbatched `a`
    under vmap included): checked on the compiled program.
 
-Timings are medians, interleaved side by side (see ``jaxsearch._bench``);
+Timings are medians, interleaved side by side (see ``jaxsearch._bench_timing``);
 ratios, not absolute times, carry between runs on a shared machine.
 """
 
@@ -35,7 +35,19 @@ import jax
 import jax.numpy as jnp
 
 import jaxsearch
-from jaxsearch import _bench, _cpu, _tuning
+from jaxsearch import _cpu, _tuning
+from jaxsearch._bench_format import fmt_count, fmt_x, format_table
+from jaxsearch._bench_peers import (
+    Problem,
+    jax_floor_impl,
+    jaxsearch_impl,
+    jnp_impl,
+    make_arrays,
+    numpy_impl,
+    numpy_on_jax_buffers_impl,
+)
+from jaxsearch._bench_suite import Result, problem_summary, ratio, run_suite
+from jaxsearch._bench_timing import Progress, call_under_config, machine_info, measure_all
 
 BIG = 10**7
 # Samples per median for the grid and the thread ratio (the budget per peer
@@ -63,36 +75,36 @@ class Target:
         return "PASS" if ok else "MISS"
 
 
-def _by_impl(results: Sequence[_bench.Result], problem: _bench.Problem) -> dict[str, _bench.Result]:
+def _by_impl(results: Sequence[Result], problem: Problem) -> dict[str, Result]:
     return {r.impl: r for r in results if r.problem == problem}
 
 
 def balanced_targets(scale: float) -> list[Target]:
     """Targets 1 and 3 (one balanced sorted run, one unsorted)."""
     big = max(2, round(BIG * scale))
-    sorted_p = _bench.Problem(big, big)
-    unsorted_p = _bench.Problem(big // 10, big // 10, sorted_v=False)
-    impls = [_bench.jaxsearch_impl(True), _bench.jaxsearch_impl(None), _bench.numpy_impl()]
-    impls += [_bench.jnp_impl(m) for m in ("scan", "scan_unrolled", "sort", "compare_all")]
-    impls.append(_bench.jax_floor_impl())
-    progress = _bench.Progress(2, "targets 1, 3")
-    results = _bench.run_suite([sorted_p, unsorted_p], impls, max_call_s=4.0, progress=progress)
+    sorted_p = Problem(big, big)
+    unsorted_p = Problem(big // 10, big // 10, sorted_v=False)
+    impls = [jaxsearch_impl(True), jaxsearch_impl(None), numpy_impl()]
+    impls += [jnp_impl(m) for m in ("scan", "scan_unrolled", "sort", "compare_all")]
+    impls.append(jax_floor_impl())
+    progress = Progress(2, "targets 1, 3")
+    results = run_suite([sorted_p, unsorted_p], impls, max_call_s=4.0, progress=progress)
     s, u = _by_impl(results, sorted_p), _by_impl(results, unsorted_p)
-    refs = _bench.problem_summary([r for r in results if r.problem == sorted_p])
+    refs = problem_summary([r for r in results if r.problem == sorted_p])
     true, auto = s["jaxsearch sorted_v=True"], s["jaxsearch"]
     skipped = ", ".join(f"{r.impl} ({r.skipped})" for r in s.values() if r.skipped)
     jnp_note = f"best: {refs['jnp'].impl}" + (f"; skipped {skipped}" if skipped else "")
     return [
         Target(1, f"{sorted_p.label}: numpy / sorted_v=True",
-               _bench.ratio(s["numpy"], true), 10.0, True),
+               ratio(s["numpy"], true), 10.0, True),
         Target(1, f"{sorted_p.label}: best jnp / sorted_v=True",
-               _bench.ratio(refs["jnp"], true), 15.0, True, jnp_note),
+               ratio(refs["jnp"], true), 15.0, True, jnp_note),
         Target(1, f"{sorted_p.label}: sorted_v=True / jax floor",
-               _bench.ratio(true, refs["floor"]), 2.0, False),
+               ratio(true, refs["floor"]), 2.0, False),
         Target(3, f"{sorted_p.label}: sorted_v=None / sorted_v=True",
-               _bench.ratio(auto, true), 1.15, False),
+               ratio(auto, true), 1.15, False),
         Target(3, f"{unsorted_p.label}: numpy / sorted_v=None",
-               _bench.ratio(u["numpy"], u["jaxsearch"]), 1.0, True),
+               ratio(u["numpy"], u["jaxsearch"]), 1.0, True),
     ]
 
 
@@ -103,24 +115,24 @@ SKEW_DTYPES = ("float32", "int32", "float64", "int64")
 def skew_targets(scale: float) -> tuple[list[Target], str]:
     """Target 2: the worst ratio per dtype, and the full grid as a table."""
     sizes = [max(1, round(n * scale)) for n in SKEW_SIZES]
-    problems = [_bench.Problem(n, m, dt) for dt in SKEW_DTYPES for n in sizes for m in sizes]
-    impls = [_bench.jaxsearch_impl(True), _bench.jaxsearch_impl(None), _bench.numpy_impl(),
-             _bench.numpy_on_jax_buffers_impl()]
-    results = _bench.run_suite(problems, impls, repeats=REPEATS,
-                               progress=_bench.Progress(len(problems), "target 2"))
+    problems = [Problem(n, m, dt) for dt in SKEW_DTYPES for n in sizes for m in sizes]
+    impls = [jaxsearch_impl(True), jaxsearch_impl(None), numpy_impl(),
+             numpy_on_jax_buffers_impl()]
+    results = run_suite(problems, impls, repeats=REPEATS,
+                        progress=Progress(len(problems), "target 2"))
     worst: dict[str, tuple[float, str]] = {}
     rows = []
     for p in problems:
         r = _by_impl(results, p)
-        ratios = [_bench.ratio(r["numpy"], r[name]) for name in ("jaxsearch sorted_v=True",
-                                                                  "jaxsearch")]
-        same_bytes = _bench.ratio(r.get("numpy on jax buffers"), r["jaxsearch sorted_v=True"])
-        rows.append([p.label] + [_bench.fmt_x(x) for x in ratios + [same_bytes]])
+        ratios = [ratio(r["numpy"], r[name]) for name in ("jaxsearch sorted_v=True",
+                                                           "jaxsearch")]
+        same_bytes = ratio(r.get("numpy on jax buffers"), r["jaxsearch sorted_v=True"])
+        rows.append([p.label] + [fmt_x(x) for x in ratios + [same_bytes]])
         low = min((x for x in ratios if x is not None), default=None)
         if low is not None and (p.dtype not in worst or low < worst[p.dtype][0]):
             worst[p.dtype] = (low, p.label)
-    table = _bench.format_table(["problem", "numpy / sorted_v=True", "numpy / sorted_v=None",
-                                 "numpy on jax buffers / sorted_v=True"], rows)
+    table = format_table(["problem", "numpy / sorted_v=True", "numpy / sorted_v=None",
+                          "numpy on jax buffers / sorted_v=True"], rows)
     targets = [Target(2, f"{dt}, worst of the N x M grid: numpy / jaxsearch",
                       worst.get(dt, (None, ""))[0], 1.0, True,
                       f"at {worst[dt][1]}" if dt in worst else "")
@@ -130,11 +142,11 @@ def skew_targets(scale: float) -> tuple[list[Target], str]:
 
 def tiny_target() -> Target:
     """Target 4: N = M = 16, the jitted call against a jitted no-op."""
-    a, v = _bench.make_arrays(_bench.Problem(16, 16))
+    a, v = make_arrays(Problem(16, 16))
     ja, jv = jnp.asarray(a), jnp.asarray(v)
     search, noop = jax.jit(jaxsearch.searchsorted), jax.jit(lambda a, v: v)
-    t_search, t_noop = _bench.measure_all([functools.partial(search, ja, jv),
-                                          functools.partial(noop, ja, jv)], repeats=9)
+    t_search, t_noop = measure_all([functools.partial(search, ja, jv),
+                                   functools.partial(noop, ja, jv)], repeats=9)
     return Target(4, "N=M=16: jitted call / jitted no-op",
                   t_search.timing.median / t_noop.timing.median, 2.0, False,
                   f"{t_search.timing.median * 1e6:.1f} us vs {t_noop.timing.median * 1e6:.1f} us")
@@ -144,15 +156,15 @@ def threads_target(scale: float) -> Target:
     """Target 5: all cores against one thread, N = M = 1e7 sorted float32."""
     cores = _cpu.available_cores()
     big = max(2, round(BIG * scale))
-    what = f"N=M={_bench.fmt_count(big)} sorted float32: 1 thread / all cores"
+    what = f"N=M={fmt_count(big)} sorted float32: 1 thread / all cores"
     if cores < 2:
         return Target(5, what, None, 1.6, True, "one core available")
-    a, v = _bench.make_arrays(_bench.Problem(big, big))
+    a, v = make_arrays(Problem(big, big))
     ja, jv = jnp.asarray(a), jnp.asarray(v)
-    calls = [_bench.call_under_config(
+    calls = [call_under_config(
         dataclasses.replace(_tuning.cpu_config(big, big), threads=t, min_parallel=1), ja, jv,
         sorted_v=True) for t in (1, 0)]
-    one, every = _bench.measure_all(calls, repeats=REPEATS)
+    one, every = measure_all(calls, repeats=REPEATS)
     return Target(5, what, one.timing.median / every.timing.median, 1.6, True,
                   f"{cores} cores")
 
@@ -171,7 +183,7 @@ def _entry_ops(hlo: str) -> set[str]:
 def allocation_target() -> Target:
     """Target 6: only the output is allocated, nothing copied."""
     n = m = 4096
-    a, v = _bench.make_arrays(_bench.Problem(n, m))
+    a, v = make_arrays(Problem(n, m))
     cases: list[tuple[str, Callable, tuple]] = [
         (f"sorted_v={s}", functools.partial(jaxsearch.searchsorted, sorted_v=s), (a, v))
         for s in (True, None, False)]
@@ -194,8 +206,8 @@ def targets_table(targets: Sequence[Target]) -> str:
     rows = [[str(t.number), t.what, "-" if t.value is None else f"{t.value:.3g}",
              (">= " if t.at_least else "<= ") + f"{t.bound:g}", t.status, t.note]
             for t in targets]
-    return _bench.format_table(["#", "measured", "value", "target", "status", "note"], rows,
-                               align="llrrll")
+    return format_table(["#", "measured", "value", "target", "status", "note"], rows,
+                        align="llrrll")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skew, skew_table = skew_targets(args.scale)
     targets += skew + [tiny_target(), threads_target(args.scale), allocation_target()]
     targets.sort(key=lambda t: t.number)
-    meta = _bench.machine_info()
+    meta = machine_info()
     print(f"jaxsearch {meta['jaxsearch']} on {meta['cpu_model']} ({meta['cores']} cores, "
           f"load average {meta['load_avg_1m']:.1f}), jax {meta['jax']}, numpy {meta['numpy']}\n")
     print(f"Target 2 grid:\n{skew_table}\n\n{targets_table(targets)}")

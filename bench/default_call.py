@@ -14,7 +14,7 @@ that costs, for float32 and int32, at every N, M in {1e2, ..., 1e7}:
 
 Bound: the default call takes at most 10% longer than the promised one, or,
 where both take under 20 us (JAX's dispatch alone is several), at most 2 us
-longer. Each pair is timed interleaved (see ``jaxsearch._bench``), and each
+longer. Each pair is timed interleaved (see ``jaxsearch._bench_timing``), and each
 answer is checked against numpy's.
 
 Where the needles are many times the keys, the promised call need not read
@@ -33,10 +33,11 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
-from jaxsearch import _bench
+from jaxsearch._bench_format import fmt_count, format_table
+from jaxsearch._bench_peers import Problem, jaxsearch_impl, make_inputs
+from jaxsearch._bench_timing import Progress, machine_info, matches, measure_all
 
 SIZES = tuple(10**k for k in range(2, 8))
 DTYPES = ("float32", "int32")
@@ -49,7 +50,7 @@ REPEATS = 9
 class Cell:
     """One problem: the default call's time and the promised call's."""
 
-    problem: _bench.Problem
+    problem: Problem
     default_s: float
     promised_s: float
     correct: bool
@@ -77,18 +78,17 @@ class Cell:
         return f"{self.ratio:.2f}{mark}{wrong}"
 
 
-def measure(problem: _bench.Problem) -> Cell:
+def measure(problem: Problem) -> Cell:
     """The default call and the promised one on `problem`, side by side (and
     one read of v, for sorted needles)."""
-    a, v = _bench.make_arrays(problem)
-    x = _bench.Inputs(a, v, jnp.asarray(a), jnp.asarray(v))
-    expected = np.searchsorted(a, v)
-    calls = [_bench.jaxsearch_impl(s).build(x) for s in (None, problem.sorted_v)]
-    checks = [lambda out: _bench.matches(expected, out)] * 2
+    x = make_inputs(problem)
+    expected = np.searchsorted(x.a, x.v)
+    calls = [jaxsearch_impl(s).build(x) for s in (None, problem.sorted_v)]
+    checks = [lambda out: matches(expected, out)] * 2
     if problem.sorted_v:
         calls.append(x.v.max)
         checks.append(None)
-    default, promised, *read = _bench.measure_all(
+    default, promised, *read = measure_all(
         calls, repeats=REPEATS, budget_s=2.0, checks=checks)
     for m in (default, promised, *read):
         if m.error is not None:
@@ -104,12 +104,12 @@ def grid_table(cells: Sequence[Cell], dtype: str, sorted_v: bool) -> str:
                if c.problem.dtype == dtype and c.problem.sorted_v == sorted_v}
     ns = sorted({n for n, _ in by_size})
     ms = sorted({m for _, m in by_size})
-    rows = [[f"N={_bench.fmt_count(n)}"] + [by_size[n, m].text() for m in ms] for n in ns]
+    rows = [[f"N={fmt_count(n)}"] + [by_size[n, m].text() for m in ms] for n in ns]
     promised = "sorted_v=True" if sorted_v else "sorted_v=False"
     order = "sorted" if sorted_v else "unsorted"
     return (f"{dtype}, {order} needles, side='left': time of sorted_v=None / time of "
-            f"{promised}\n" + _bench.format_table(
-                ["", *(f"M={_bench.fmt_count(m)}" for m in ms)], rows))
+            f"{promised}\n" + format_table(
+                ["", *(f"M={fmt_count(m)}" for m in ms)], rows))
 
 
 def legend() -> str:
@@ -131,15 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=lambda t: tuple(int(float(x)) for x in t.split(",")),
                         default=SIZES, help="N and M values (default 1e2,...,1e7)")
     args = parser.parse_args(argv)
-    problems = [_bench.Problem(n, m, dt, s) for dt in DTYPES for s in (True, False)
+    problems = [Problem(n, m, dt, s) for dt in DTYPES for s in (True, False)
                 for n in args.sizes for m in args.sizes]
-    progress = _bench.Progress(len(problems), "default call")
+    progress = Progress(len(problems), "default call")
     cells = []
     for p in problems:
         progress.show(p.label)
         cells.append(measure(p))
         progress.step()
-    meta = _bench.machine_info()
+    meta = machine_info()
     print(f"jaxsearch {meta['jaxsearch']} on {meta['cpu_model']} ({meta['cores']} cores, "
           f"load average {meta['load_avg_1m']:.1f}), jax {meta['jax']}\n")
     for dt in DTYPES:

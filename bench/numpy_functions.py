@@ -24,7 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsearch
-from jaxsearch import _bench
+from jaxsearch._bench_format import fmt_count, fmt_ms, fmt_x, format_table
+from jaxsearch._bench_peers import Problem, make_arrays
+from jaxsearch._bench_timing import Progress, machine_info, measure_all
 
 SIZES = ((10**5, 10**5), (10**6, 10**6), (10**7, 10**7), (10**3, 10**7))
 TARGETS = {"digitize": 10.0, "interp": 5.0}  # speedup over jnp at N = M = 1e7
@@ -62,7 +64,7 @@ def calls(function: str, x: np.ndarray, table: np.ndarray, fp: np.ndarray
 
 def measure(function: str, n: int, m: int) -> Row:
     """The peers on one problem, interleaved; answers checked."""
-    table, x = _bench.make_arrays(_bench.Problem(n, m, "float32", True))
+    table, x = make_arrays(Problem(n, m, "float32", True))
     fp = np.random.default_rng(1).standard_normal(n).astype(np.float32)
     peers = calls(function, x, table, fp)
     outputs: dict[str, np.ndarray] = {}
@@ -73,8 +75,8 @@ def measure(function: str, n: int, m: int) -> Row:
             return True
         return check
 
-    results = _bench.measure_all(list(peers.values()), repeats=REPEATS, budget_s=3.0,
-                                 checks=[keep(name) for name in peers])
+    results = measure_all(list(peers.values()), repeats=REPEATS, budget_s=3.0,
+                          checks=[keep(name) for name in peers])
     for r in results:
         if r.error is not None:
             raise r.error
@@ -89,12 +91,12 @@ def measure(function: str, n: int, m: int) -> Row:
 
 def table(rows: Sequence[Row], function: str) -> str:
     """One function's rows: milliseconds and the speedups over jnp and numpy."""
-    body = [[f"N={_bench.fmt_count(r.n)} M={_bench.fmt_count(r.m)}",
-             *(_bench.fmt_ms(r.seconds[p]) for p in ("jaxsearch", "jnp", "numpy")),
-             _bench.fmt_x(r.speedup("jnp")), _bench.fmt_x(r.speedup("numpy")),
+    body = [[f"N={fmt_count(r.n)} M={fmt_count(r.m)}",
+             *(fmt_ms(r.seconds[p]) for p in ("jaxsearch", "jnp", "numpy")),
+             fmt_x(r.speedup("jnp")), fmt_x(r.speedup("numpy")),
              "yes" if r.correct else "NO"]
             for r in rows if r.function == function]
-    return f"{function}: median ms per call, sorted float32 x\n" + _bench.format_table(
+    return f"{function}: median ms per call, sorted float32 x\n" + format_table(
         ["", "jaxsearch", "jnp", "numpy", "vs jnp", "vs numpy", "correct"], body)
 
 
@@ -107,13 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     functions = args.functions.split(",")
     problems = [(f, n, m) for f in functions for n, m in SIZES]
-    progress = _bench.Progress(len(problems), "numpy functions")
+    progress = Progress(len(problems), "numpy functions")
     rows = []
     for f, n, m in problems:
-        progress.show(f"{f} N={_bench.fmt_count(n)} M={_bench.fmt_count(m)}")
+        progress.show(f"{f} N={fmt_count(n)} M={fmt_count(m)}")
         rows.append(measure(f, n, m))
         progress.step()
-    meta = _bench.machine_info()
+    meta = machine_info()
     print(f"jaxsearch {meta['jaxsearch']} on {meta['cpu_model']} ({meta['cores']} cores, "
           f"load average {meta['load_avg_1m']:.1f}), jax {meta['jax']}, numpy {meta['numpy']}\n")
     for f in functions:

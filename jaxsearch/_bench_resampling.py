@@ -11,7 +11,7 @@ result is compared with the float64 reference,
 ``numpy.searchsorted(numpy.cumsum(w, dtype=float64), u)``: its largest index
 error, and how many indices differ beyond searchsorted_cumsum's contract
 (a needle within one float32 ulp of a running sum may go either way).
-Timing goes through the harness of :mod:`jaxsearch._bench`.
+Timing goes through the harness of :mod:`jaxsearch._bench_timing`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,30 @@ import numpy as np
 
 import jaxsearch
 
-from . import _bench, _tuning
+from . import _tuning
+from ._bench_format import (
+    MARKER_TEXT,
+    MEDIAN_TEXT,
+    Footnotes,
+    fmt_count,
+    fmt_ms,
+    fmt_x,
+    format_legend,
+    format_table,
+    group_by_problem,
+    write_json,
+)
+from ._bench_peers import log2_size, uniform_order_statistics
+from ._bench_timing import (
+    Progress,
+    Timing,
+    machine_info,
+    measure_all,
+    timing_from_json,
+    timing_json,
+    to_numpy,
+    too_slow,
+)
 
 SCHEMES = ("systematic", "stratified", "multinomial")
 HEADLINE = "searchsorted_cumsum"
@@ -47,7 +70,7 @@ class Problem:
 
     @property
     def label(self) -> str:
-        size = _bench.fmt_count(self.n)
+        size = fmt_count(self.n)
         return f"{self.scheme} {size}" if self.filters == 1 else \
             f"{self.scheme} {self.filters}x{size} vmap"
 
@@ -65,8 +88,7 @@ def sorted_uniforms(scheme: str, n: int, rng: np.random.Generator) -> np.ndarray
     elif scheme == "stratified":
         u = (k + rng.random(n)) / n
     elif scheme == "multinomial":
-        gaps = rng.standard_exponential(n + 1)
-        u = np.cumsum(gaps)[:-1] / gaps.sum()
+        u = uniform_order_statistics(rng, n)
     else:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     # Rounding to float32 may reach 1.0: keep every uniform below it.
@@ -211,9 +233,9 @@ def impls() -> list[Impl]:
             lambda w, u: jaxsearch.searchsorted(jnp.cumsum(w), u, sorted_v=True))),
         Impl("jnp sort", _jitted(
             lambda w, u: jnp.searchsorted(jnp.cumsum(w), u, method="sort")),
-            cost=lambda n: 3.6e-8 * n * _bench._log2(2 * n)),
+            cost=lambda n: 3.6e-8 * n * log2_size(2 * n)),
         Impl("jnp default", _jitted(lambda w, u: jnp.searchsorted(jnp.cumsum(w), u)),
-             cost=lambda n: 6e-9 * n * _bench._log2(n)),
+             cost=lambda n: 6e-9 * n * log2_size(n)),
     ]
     numba = numba_impl()
     return out + ([numba] if numba else []) + [numpy_impl()]
@@ -228,7 +250,7 @@ class Result:
 
     problem: Problem
     impl: str
-    timing: _bench.Timing | None = None
+    timing: Timing | None = None
     skipped: str | None = None
     max_index_error: int | None = None
     beyond_contract: int | None = None
@@ -236,7 +258,7 @@ class Result:
 
 def accuracy(w: np.ndarray, u: np.ndarray, out: Any, ref: np.ndarray) -> tuple[int, int]:
     """(largest index error, indices beyond the contract) over all filters."""
-    out = _bench.to_numpy(out).astype(np.int64)
+    out = to_numpy(out).astype(np.int64)
     beyond = 0
     for wr, ur, o, r in zip(w, u, out, ref):
         prefix = np.cumsum(wr, dtype=np.float64)
@@ -246,7 +268,7 @@ def accuracy(w: np.ndarray, u: np.ndarray, out: Any, ref: np.ndarray) -> tuple[i
 
 def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
         budget_s: float = 1.0, max_call_s: float = 5.0,
-        progress: _bench.Progress | None = None) -> list[Result]:
+        progress: Progress | None = None) -> list[Result]:
     """Time every impl on every problem side by side, with its accuracy."""
     results = []
     for problem in problems:
@@ -259,9 +281,8 @@ def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
         for impl in impls:
             result = Result(problem, impl.name)
             results.append(result)
-            estimate = impl.cost(problem.n) * problem.filters
-            if estimate > max_call_s and jax.default_backend() == "cpu":
-                result.skipped = f"est. {estimate:.2g} s/call > {max_call_s:g} s"
+            result.skipped = too_slow(impl.cost(problem.n) * problem.filters, max_call_s)
+            if result.skipped:
                 continue
             fn = impl.build(problem.n, problem.filters > 1)
             args = (w, u) if impl.host else (jw, ju)
@@ -273,11 +294,9 @@ def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
                 return True
 
             checks.append(check)
-        for result, m in zip(todo, _bench.measure_all(calls, repeats=repeats, budget_s=budget_s,
-                                                      checks=checks)):
-            result.timing = m.timing
-            if m.error is not None:
-                result.skipped = f"error: {type(m.error).__name__}: {m.error}"[:200]
+        for result, m in zip(todo, measure_all(calls, repeats=repeats, budget_s=budget_s,
+                                               checks=checks)):
+            result.timing, result.skipped = m.timing, m.failure
         if progress:
             progress.step()
     return results
@@ -298,12 +317,11 @@ QUICK = dict(sizes=(10**4, 10**5), batch=(16, 10**3))
 # ---------------------------------------------------------------- tables
 
 
-def _speedup(results: Sequence[Result], of: str, over: str) -> float | None:
-    by = {r.impl: r for r in results}
-    a, b = by.get(of), by.get(over)
-    if a is None or b is None or a.timing is None or b.timing is None:
+def _speedup(by: dict[str, Result]) -> float | None:
+    """searchsorted_cumsum's speed-up over the numba callback, if both have a time."""
+    if not all(by.get(name) and by[name].timing for name in (HEADLINE, NUMBA)):
         return None
-    return b.timing.median / a.timing.median
+    return by[NUMBA].timing.median / by[HEADLINE].timing.median
 
 
 def table(results: Sequence[Result]) -> str:
@@ -311,23 +329,23 @@ def table(results: Sequence[Result]) -> str:
     numba callback, then each one's largest index error (and indices beyond
     the contract) against the float64 reference."""
     names = list(dict.fromkeys(r.impl for r in results))
-    groups = _bench.group_by_problem(results)
-    notes = _bench.Footnotes()
+    groups = group_by_problem(results)
+    notes = Footnotes()
     times, errors = [], []
     for problem, rs in groups.items():
         by = {r.impl: r for r in rs}
         times.append([problem.label] + [
-            notes.cell(by[n].timing and by[n].timing.median, _bench.fmt_ms,
+            notes.cell(by[n].timing and by[n].timing.median, fmt_ms,
                        by[n].skipped or "not run") for n in names]
-            + [notes.cell(_speedup(rs, HEADLINE, NUMBA), _bench.fmt_x, f"{NUMBA}: not run")])
+            + [notes.cell(_speedup(by), fmt_x, f"{NUMBA}: not run")])
         errors.append([problem.label] + [
             notes.cell(by[n].max_index_error, lambda e, r=by[n]: f"{e} ({r.beyond_contract})",
                        by[n].skipped or "not run") for n in names])
-    legend = _bench.format_legend([
+    legend = format_legend([
         ("problem", "scheme, particles (filters x particles under jax.vmap); normalised "
                     "float32 weights, sorted float32 uniforms; ancestors = min(searchsorted("
                     "cumsum(w), u), N - 1)"),
-        ("median ms", _bench.MEDIAN_TEXT),
+        ("median ms", MEDIAN_TEXT),
         (HEADLINE, "jaxsearch.searchsorted_cumsum(w, u, sorted_v=True)"),
         ("jaxsearch.searchsorted(jnp.cumsum)", "jnp.cumsum, then jaxsearch.searchsorted("
                                                "sorted_v=True)"),
@@ -344,19 +362,24 @@ def table(results: Sequence[Result]) -> str:
     ])
     return "\n\n".join([
         "Resampling: median ms per call",
-        _bench.format_table(["problem"] + names + ["x over numba"], times),
+        format_table(["problem"] + names + ["x over numba"], times),
         "Largest index error against the float64 reference (indices beyond the contract)",
-        _bench.format_table(["problem"] + names, errors),
-        str(notes), "Legend:\n" + legend, _bench.MARKER_TEXT])
+        format_table(["problem"] + names, errors),
+        str(notes), "Legend:\n" + legend, MARKER_TEXT])
 
 
 def results_json(results: Sequence[Result], meta: dict[str, Any]) -> dict[str, Any]:
+    """Results as rows ready for json.dump, under `meta`."""
     return {"meta": meta, "results": [{
-        "problem": dataclasses.asdict(r.problem), "impl": r.impl,
-        "median_s": r.timing.median if r.timing else None,
-        "samples_s": list(r.timing.samples) if r.timing else None,
+        "problem": dataclasses.asdict(r.problem), "impl": r.impl, **timing_json(r.timing),
         "skipped": r.skipped, "max_index_error": r.max_index_error,
         "beyond_contract": r.beyond_contract} for r in results]}
+
+
+def results_from_json(data: dict[str, Any]) -> list[Result]:
+    """Rebuild results from :func:`results_json`'s output (to re-report a saved run)."""
+    return [Result(Problem(**row["problem"]), row["impl"], timing_from_json(row), row["skipped"],
+                   row["max_index_error"], row["beyond_contract"]) for row in data["results"]]
 
 
 def bench(*, quick: bool, output: Path, repeats: int = 5,
@@ -368,9 +391,9 @@ def bench(*, quick: bool, output: Path, repeats: int = 5,
     """
     grid = QUICK if quick else FULL
     probs = problems(grid["sizes"], grid["batch"])
-    progress = _bench.Progress(len(probs), "resampling")
+    progress = Progress(len(probs), "resampling")
     results = run(probs, impls(), repeats=repeats, max_call_s=max_call_s, progress=progress)
-    meta = _bench.machine_info() | {"grid": grid}
-    path = _bench.write_json(results_json(results, meta),
-                             output / f"resampling_{_tuning.device_kind()}.json")
+    meta = machine_info() | {"family": "resampling", "grid": grid}
+    path = write_json(results_json(results, meta),
+                      output / f"resampling_{_tuning.device_kind()}.json")
     return table(results), path

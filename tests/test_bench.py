@@ -8,8 +8,24 @@ import time
 import numpy as np
 import pytest
 
-from jaxsearch import _bench, _tuning
+from jaxsearch import _bench_plot, _bench_searchsorted, _tuning
 from jaxsearch.__main__ import main
+from jaxsearch._bench_format import fmt_count, fmt_ms
+from jaxsearch._bench_peers import (
+    COPY_NAME,
+    JAX_FLOOR_NAME,
+    Impl,
+    Problem,
+    copy_impl,
+    jax_floor_impl,
+    jaxsearch_impl,
+    jnp_impl,
+    make_arrays,
+    numpy_impl,
+)
+from jaxsearch._bench_report import bench_table, main_job_table, results_from_json, results_json
+from jaxsearch._bench_suite import Result, problem_summary, run_suite
+from jaxsearch._bench_timing import Progress, Timing, measure_all
 
 
 def test_measure_all_samples_checks_and_reports_errors():
@@ -22,7 +38,7 @@ def test_measure_all_samples_checks_and_reports_errors():
     def broken():
         raise RuntimeError("boom")
 
-    good, bad, wrong = _bench.measure_all(
+    good, bad, wrong = measure_all(
         [fast, broken, lambda: np.zeros(3)], repeats=3, budget_s=0.0,
         checks=[lambda out: out[2] == 2, None, lambda out: out[2] == 2])
     assert good.error is None and good.correct is True
@@ -37,7 +53,7 @@ def test_measure_all_stops_slow_callables_at_the_budget():
     def slow():
         time.sleep(0.003)
 
-    (m,) = _bench.measure_all([slow], repeats=50, budget_s=0.0)
+    (m,) = measure_all([slow], repeats=50, budget_s=0.0)
     assert m.timing.number == 1 and len(m.timing.samples) == 2
     assert m.timing.first >= 0.003 and min(m.timing.samples) >= 0.003
 
@@ -46,7 +62,7 @@ def test_measure_all_stops_slow_callables_at_the_budget():
                                    "float16"])
 @pytest.mark.parametrize("sorted_v", [True, False])
 def test_make_arrays(dtype, sorted_v):
-    a, v = _bench.make_arrays(_bench.Problem(1000, 300, dtype, sorted_v))
+    a, v = make_arrays(Problem(1000, 300, dtype, sorted_v))
     assert a.dtype == v.dtype == np.dtype(dtype) and a.shape == (1000,) and v.shape == (300,)
     assert np.all(a[:-1] <= a[1:])
     assert np.all(v[:-1] <= v[1:]) == sorted_v
@@ -55,25 +71,25 @@ def test_make_arrays(dtype, sorted_v):
 
 
 def test_make_arrays_is_reproducible():
-    p = _bench.Problem(50, 50)
-    assert all(np.array_equal(x, y) for x, y in zip(_bench.make_arrays(p),
-                                                      _bench.make_arrays(p)))
+    p = Problem(50, 50)
+    assert all(np.array_equal(x, y) for x, y in zip(make_arrays(p),
+                                                      make_arrays(p)))
 
 
 @pytest.mark.parametrize("n, text", [(7, "7"), (1000, "1e3"), (25000, "2.5e4"),
                                      (10**7, "1e7"), (123456, "123456")])
 def test_fmt_count(n, text):
-    assert _bench.fmt_count(n) == text
+    assert fmt_count(n) == text
 
 
 def test_fmt_ms():
-    assert [_bench.fmt_ms(s) for s in (1.2345, 0.01234, 0.0012345, 1.2e-5, None)] == \
+    assert [fmt_ms(s) for s in (1.2345, 0.01234, 0.0012345, 1.2e-5, None)] == \
         ["1234", "12.3", "1.23", "0.0120", "-"]
 
 
 def test_progress_without_a_terminal_prints_tenths():
     out = io.StringIO()
-    bar = _bench.Progress(20, "job", stream=out)
+    bar = Progress(20, "job", stream=out)
     for _ in range(20):
         bar.show("working")
         bar.step()
@@ -85,15 +101,15 @@ def test_progress_without_a_terminal_prints_tenths():
 def suite():
     """A real run of every kind of result: right, wrong, raising, skipped as too
     slow, not applicable; on a balanced and on a skewed (N > M) problem."""
-    wrong = _bench.Impl("wrong", "numpy", lambda x: lambda: np.zeros(x.v.shape, np.int64))
-    broken = _bench.Impl("broken", "jnp", lambda x: 1 / 0)
-    costly = _bench.Impl("costly", "jnp", lambda x: lambda: None,
-                         cost=lambda n, m: (1e9, 0.0))
-    impls = [_bench.jaxsearch_impl(None), _bench.jaxsearch_impl(True), _bench.numpy_impl(),
-             _bench.jnp_impl("scan"), wrong, broken, costly, _bench.copy_impl(),
-             _bench.jax_floor_impl()]
-    problems = [_bench.Problem(300, 300), _bench.Problem(300, 20, sorted_v=False)]
-    return _bench.run_suite(problems, impls, repeats=2, budget_s=0.0)
+    wrong = Impl("wrong", "numpy", lambda x: lambda: np.zeros(x.v.shape, np.int64))
+    broken = Impl("broken", "jnp", lambda x: 1 / 0)
+    costly = Impl("costly", "jnp", lambda x: lambda: None,
+                  cost=lambda n, m: (1e9, 0.0))
+    impls = [jaxsearch_impl(None), jaxsearch_impl(True), numpy_impl(),
+             jnp_impl("scan"), wrong, broken, costly, copy_impl(),
+             jax_floor_impl()]
+    problems = [Problem(300, 300), Problem(300, 20, sorted_v=False)]
+    return run_suite(problems, impls, repeats=2, budget_s=0.0)
 
 
 BALANCED, SKEWED = "N=300 M=300 float32 sorted", "N=300 M=20 float32 unsorted"
@@ -106,15 +122,15 @@ def test_run_suite_checks_skips_and_reports(suite):
     not_sorted = by[False, "jaxsearch sorted_v=True"]
     assert not_sorted.skipped == "not applicable: needs sorted needles"
     assert not not_sorted.applies and not_sorted.seconds is None
-    assert by[False, _bench.JAX_FLOOR_NAME].skipped == "not applicable: needs N == M"
+    assert by[False, JAX_FLOOR_NAME].skipped == "not applicable: needs N == M"
     assert by[True, "wrong"].correct is False
     assert by[True, "broken"].skipped.startswith("error: ZeroDivisionError")
     assert by[True, "costly"].skipped.startswith("est.") and by[True, "costly"].applies
-    assert by[True, _bench.COPY_NAME].correct is None and by[True, _bench.COPY_NAME].seconds
+    assert by[True, COPY_NAME].correct is None and by[True, COPY_NAME].seconds
 
-    refs = _bench.problem_summary([r for r in suite if r.problem.sorted_v])
-    assert refs["jnp"].impl == "jnp scan" and refs["floor"].impl == _bench.JAX_FLOOR_NAME
-    assert _bench.problem_summary([r for r in suite if not r.problem.sorted_v])["floor"] is None
+    refs = problem_summary([r for r in suite if r.problem.sorted_v])
+    assert refs["jnp"].impl == "jnp scan" and refs["floor"].impl == JAX_FLOOR_NAME
+    assert problem_summary([r for r in suite if not r.problem.sorted_v])["floor"] is None
 
 
 def table_row(text, title, label):
@@ -143,7 +159,7 @@ def legend_terms(legend):
 
 
 def test_main_job_table_explains_every_column_and_empty_cell(suite):
-    table = _bench.main_job_table(suite)
+    table = main_job_table(suite)
     blocks, legend = table.split("Legend")
     # No jax floor on a skewed problem, and the cell says why.
     cell = table_row(table, SKEWED, "jaxsearch")["time / jax floor"]
@@ -163,7 +179,7 @@ def test_main_job_table_explains_every_column_and_empty_cell(suite):
 
 
 def test_bench_table_explains_every_column_and_empty_cell(suite):
-    text = _bench.bench_table(suite)
+    text = bench_table(suite)
     times_title, ratios_title = "Median ms per call", "jaxsearch (the drop-in call)"
     times, ratios = text.split(ratios_title)
 
@@ -199,7 +215,7 @@ def test_bench_table_explains_every_column_and_empty_cell(suite):
 
 
 def test_json_round_trip(suite):
-    data = json.loads(json.dumps(_bench.results_json(suite, {"test": True})))
+    data = json.loads(json.dumps(results_json(suite, {"test": True})))
     row = next(r for r in data["results"] if r["impl"] == "jaxsearch" and r["problem"]["n"] == 300
                and r["problem"]["m"] == 300)
     assert row["correct"] is True and row["speedup_vs"]["numpy"] > 0
@@ -209,7 +225,7 @@ def test_json_round_trip(suite):
     assert skewed["speedup_vs"]["numpy"] > 0
     assert skewed["bandwidth_GBps"] is None and skewed["fraction_of_copy_bandwidth"] is None
     assert "N <= M" in data["legend"]["bandwidth_GBps"]
-    again = _bench.results_from_json(data)
+    again = results_from_json(data)
     assert [(r.impl, r.seconds, r.correct, r.skipped) for r in again] == \
         [(r.impl, r.seconds, r.correct, r.skipped) for r in suite]
 
@@ -217,9 +233,9 @@ def test_json_round_trip(suite):
 def result(n, m, impl, seconds, group="jnp"):
     """A result as a run records it: timed, or skipped (seconds None)."""
     if seconds is None:
-        return _bench.Result(_bench.Problem(n, m), impl, group, skipped="est. 9 s/call > 1 s")
-    return _bench.Result(_bench.Problem(n, m), impl, group,
-                         _bench.Timing(seconds, (seconds,), 1, seconds))
+        return Result(Problem(n, m), impl, group, skipped="est. 9 s/call > 1 s")
+    return Result(Problem(n, m), impl, group,
+                  Timing(seconds, (seconds,), 1, seconds))
 
 
 @pytest.fixture
@@ -238,7 +254,7 @@ def test_plot_bandwidth_breaks_lines_at_missing_sizes(axes):
     rs = [result(n, n, "numpy", 1e-6 * n, "numpy") for n in sizes]
     rs += [result(n, n, "jnp scan", None if n == 100 else 1e-7 * n) for n in sizes]  # skipped
     rs += [result(n, n, "jnp sort", 1e-7 * n) for n in sizes[:2]]  # no result at 1000
-    _bench._plot_bandwidth(axes, rs, {"numpy": {}, "jnp scan": {}, "jnp sort": {}}, "t")
+    _bench_plot._plot_bandwidth(axes, rs, {"numpy": {}, "jnp scan": {}, "jnp sort": {}}, "t")
     lines = {line.get_label(): line for line in axes.get_lines()}
     assert all(list(line.get_xdata()) == list(sizes) for line in lines.values())
     assert np.isfinite(lines["numpy"].get_ydata()).all()
@@ -251,7 +267,7 @@ def test_plot_skew_breaks_lines_at_missing_ratios(axes):
     rs = [result(n, m, "numpy", 1e-3, "numpy") for n, m in shapes]
     rs += [result(n, m, "jaxsearch", 1e-4, "jaxsearch") for n, m in shapes]
     rs += [result(n, m, "jnp scan", None if n == m else 1e-2) for n, m in shapes]
-    _bench._plot_skew(axes, rs, {"numpy": {}, "jaxsearch": {}, "jnp scan": {}}, 1000)
+    _bench_plot._plot_skew(axes, rs, {"numpy": {}, "jaxsearch": {}, "jnp scan": {}}, 1000)
     lines = {line.get_label(): line for line in axes.get_lines() if line.get_label() in
              ("jaxsearch", "jnp scan")}
     assert list(lines["jnp scan"].get_xdata()) == [0.01, 1.0, 100.0]
@@ -260,11 +276,11 @@ def test_plot_skew_breaks_lines_at_missing_ratios(axes):
 
 
 def test_bench_grid_problems():
-    grid = _bench.BenchGrid(sizes=(100, 1000), dtypes=("float32", "int64"), skew_size=1000,
-                            skew_ratios=(1e-2, 1.0, 10.0))
+    grid = _bench_searchsorted.BenchGrid(sizes=(100, 1000), dtypes=("float32", "int64"),
+                                         skew_size=1000, skew_ratios=(1e-2, 1.0, 10.0))
     problems = grid.problems()
-    assert _bench.Problem(100, 100, "int64", False) in problems
-    assert _bench.Problem(10, 1000) in problems and _bench.Problem(1000, 100) in problems
+    assert Problem(100, 100, "int64", False) in problems
+    assert Problem(10, 1000) in problems and Problem(1000, 100) in problems
     assert len(problems) == len(set(problems)) == 8 + 2  # the balanced 1e3 is not repeated
 
 
@@ -286,7 +302,7 @@ def test_bench_quick_writes_json_png_and_table(tmp_path, capsys, monkeypatch):
     assert all((r["bandwidth_GBps"] is None) == (r["problem"]["n"] > r["problem"]["m"])
                for r in data["results"] if r["impl"] == "jaxsearch")
     impls = {r["impl"] for r in data["results"]}
-    assert {"jaxsearch", "numpy", "jnp scan", _bench.COPY_NAME} <= impls
+    assert {"jaxsearch", "numpy", "jnp scan", COPY_NAME} <= impls
     png = tmp_path / f"bench_{kind}.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -300,9 +316,9 @@ def test_bench_without_matplotlib_still_writes_json(tmp_path, monkeypatch, capsy
     def no_matplotlib(*args, **kwargs):
         raise ImportError("No module named 'matplotlib'")
 
-    monkeypatch.setattr(_bench, "plot_results", no_matplotlib)
-    grid = _bench.BenchGrid(sizes=(64,), dtypes=("float32",), skew_size=64, skew_ratios=(),
-                            repeats=1, budget_s=0.0)
-    table, paths = _bench.bench(grid, tmp_path)
+    monkeypatch.setattr(_bench_searchsorted, "plot_results", no_matplotlib)
+    grid = _bench_searchsorted.BenchGrid(sizes=(64,), dtypes=("float32",), skew_size=64,
+                                         skew_ratios=(), repeats=1, budget_s=0.0)
+    table, paths = _bench_searchsorted.bench(grid, tmp_path)
     assert set(paths) == {"json"} and paths["json"].exists()
     assert "pip install 'jaxsearch[bench]'" in capsys.readouterr().err

@@ -77,6 +77,15 @@ def test_cli_resampling_family(tmp_path, capsys, monkeypatch):
                  "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Resampling: median ms per call" in out and "systematic 2x100 vmap" in out
-    data = json.loads((tmp_path / f"resampling_{_tuning.device_kind()}.json").read_text())
+    saved = tmp_path / f"resampling_{_tuning.device_kind()}.json"
+    data = json.loads(saved.read_text())
     assert {r["impl"] for r in data["results"]} >= {rs.HEADLINE, "numpy"}
     assert len(data["results"]) == 6 * len(rs.impls())
+
+    # Read back through the family's own reader: the very table of the run.
+    assert main(["bench", "--family", "resampling", "--replot", str(saved),
+                 "--output", str(tmp_path / "replot")]) == 0
+    assert capsys.readouterr().out == out.removesuffix(f"wrote json: {saved}\n")
+    # Without --family the file is not taken for a searchsorted run.
+    assert main(["bench", "--replot", str(saved)]) == 2
+    assert "--family resampling" in capsys.readouterr().err

@@ -8,7 +8,8 @@ import pytest
 from processes import run_python
 
 from jaxsearch import _cpu, _tuning
-from jaxsearch.__main__ import info_report, parse_count, parse_counts, parse_dtypes, parse_ratios
+from jaxsearch._cli_args import parse_count, parse_counts, parse_dtypes, parse_ratios
+from jaxsearch._cli_info import info_report
 
 ROOT = Path(__file__).resolve().parents[1]
 

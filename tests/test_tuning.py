@@ -17,7 +17,8 @@ import pytest
 from processes import run_python
 
 import jaxsearch
-from jaxsearch import _cpu, _gpu, _tuning, autotune
+from jaxsearch import _autotune_cpu, _autotune_gpu, _autotune_grid, _cpu, _gpu, _tuning
+from jaxsearch._bench_timing import Progress
 from jaxsearch._tuning import CacheEntry, CpuConfig
 
 
@@ -251,32 +252,32 @@ def test_gpu_config_is_none_on_cpu(caches):
 def test_crossover():
     ratios = [1, 4, 16, 64]
     # The alternative wins from 16 on: halfway (log space) between 4 and 16.
-    assert autotune.crossover(ratios, [1, 1, 1, 1], [2, 2, 0.5, 0.5]) == pytest.approx(8.0)
+    assert _autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 2, 0.5, 0.5]) == pytest.approx(8.0)
     # A win at 4 followed by a loss does not count.
-    assert autotune.crossover(ratios, [1, 1, 1, 1], [2, 0.5, 2, 0.5]) == pytest.approx(32.0)
+    assert _autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 0.5, 2, 0.5]) == pytest.approx(32.0)
     # Never wins: one step past the largest ratio; always wins: one step below.
-    assert autotune.crossover(ratios, [1] * 4, [2] * 4) == 256.0
-    assert autotune.crossover(ratios, [1] * 4, [0.5] * 4) == pytest.approx(0.5)
+    assert _autotune_cpu.crossover(ratios, [1] * 4, [2] * 4) == 256.0
+    assert _autotune_cpu.crossover(ratios, [1] * 4, [0.5] * 4) == pytest.approx(0.5)
 
 
 def test_thread_choices():
-    assert autotune._best_threads({"0": 1.0, "1": 2.0}) == 0
-    assert autotune._best_threads({"0": 1.0, "1": 0.98}) == 0  # within the margin
-    assert autotune._best_threads({"0": 1.0, "1": 0.5, "2": 0.7}) == 1
+    assert _autotune_cpu._best_threads({"0": 1.0, "1": 2.0}) == 0
+    assert _autotune_cpu._best_threads({"0": 1.0, "1": 0.98}) == 0  # within the margin
+    assert _autotune_cpu._best_threads({"0": 1.0, "1": 0.5, "2": 0.7}) == 1
     sizes = [10**4, 10**5, 10**6]
     slow, fast = {"0": 2.0, "1": 1.0}, {"0": 1.0, "1": 2.0}
-    assert autotune._min_parallel(sizes, [slow, fast, fast]) == round((10**9) ** 0.5)
-    assert autotune._min_parallel(sizes, [fast, fast, fast]) == 10**4
-    assert autotune._min_parallel(sizes, [fast, slow, slow]) == \
+    assert _autotune_cpu._min_parallel(sizes, [slow, fast, fast]) == round((10**9) ** 0.5)
+    assert _autotune_cpu._min_parallel(sizes, [fast, fast, fast]) == 10**4
+    assert _autotune_cpu._min_parallel(sizes, [fast, slow, slow]) == \
         _tuning.DEFAULT_CPU_CONFIG.min_parallel
-    assert autotune._min_parallel(sizes, [{"0": 1.0}] * 3) == \
+    assert _autotune_cpu._min_parallel(sizes, [{"0": 1.0}] * 3) == \
         _tuning.DEFAULT_CPU_CONFIG.min_parallel
 
 
 def test_thread_candidates():
-    assert autotune._thread_candidates(1) == [0]
-    assert autotune._thread_candidates(2) == [0, 1]
-    assert autotune._thread_candidates(16) == [0, 1, 2, 4, 8]
+    assert _autotune_cpu._thread_candidates(1) == [0]
+    assert _autotune_cpu._thread_candidates(2) == [0, 1]
+    assert _autotune_cpu._thread_candidates(16) == [0, 1, 2, 4, 8]
 
 
 # ---------------------------------------------------------------- end to end
@@ -323,11 +324,11 @@ def test_autotune_refuses_a_platform_it_cannot_tune(tmp_path):
 def test_gpu_sweep_in_interpret_mode(caches):
     pk = pytest.importorskip("jaxsearch.pallas_kernels")
     user, _ = caches
-    grid = dataclasses.replace(autotune.QUICK, dtypes=("float32",), gpu_sizes=(256,), repeats=1,
-                               budget_s=0.0)
+    grid = dataclasses.replace(_autotune_grid.QUICK, dtypes=("float32",), gpu_sizes=(256,),
+                               repeats=1, budget_s=0.0)
     space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
-    progress = autotune._bench.Progress(autotune.gpu_steps(grid, space), "test")
-    entries = autotune.tune_gpu(grid, progress, space=space, interpret=True)
+    progress = Progress(_autotune_gpu.gpu_steps(grid, space), "test")
+    entries = _autotune_gpu.tune_gpu(grid, progress, space=space, interpret=True)
     # The implementations race too, each that runs here in its interpreter
     # (Pallas Triton and Mosaic GPU; native Triton needs TRITON_INTERPRET=1).
     [race] = [e for e in entries if e.kernel == "implementation"]
@@ -350,7 +351,7 @@ def test_gpu_sweep_in_interpret_mode(caches):
     write(user, *entries, kind="nvidia_h200")
     found = _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**6}, "nvidia_h200")
     assert found is not None and found.config == entries[0].config
-    assert "best config" in autotune.gpu_table(entries + [race])
+    assert "best config" in _autotune_gpu.gpu_table(entries + [race])
 
 
 def test_tuned_gpu_config_builds_validates_and_drops_stale_fields(monkeypatch):
@@ -375,10 +376,10 @@ def test_threads_for():
 
 def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
     user, _ = caches
-    grid = dataclasses.replace(autotune.QUICK, dtypes=("int32",), sizes=(64,), ratios=(1, 4, 16),
-                               repeats=1, budget_s=0.0, threads=False)
-    progress = autotune._bench.Progress(autotune.cpu_steps(grid), "test")
-    (entry,) = autotune.tune_cpu(grid, progress)
+    grid = dataclasses.replace(_autotune_grid.QUICK, dtypes=("int32",), sizes=(64,),
+                               ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
+    progress = Progress(_autotune_cpu.cpu_steps(grid), "test")
+    (entry,) = _autotune_cpu.tune_cpu(grid, progress)
     assert set(entry.config) == {"bisect_ratio", "runs_ratio"} and "threads_s" not in entry.times
     assert entry.times["bisect"]["ratios"] == [1, 4, 16]
     write(user, entry)
@@ -386,7 +387,7 @@ def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
     assert config.bisect_ratio == entry.config["bisect_ratio"]
     assert (config.threads, config.min_parallel) == (_tuning.DEFAULT_CPU_CONFIG.threads,
                                                      _tuning.DEFAULT_CPU_CONFIG.min_parallel)
-    assert "default" in autotune.cpu_table([entry])
+    assert "default" in _autotune_cpu.cpu_table([entry])
 
 
 # ---------------------------------------------------------------- the config reaching the kernel

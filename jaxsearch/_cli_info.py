@@ -1,0 +1,139 @@
+"""The ``info`` command (``python -m jaxsearch info``): platform,
+implementations, the tuning caches in use, and the config that would be
+chosen for a search of a given size."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from . import _cpu, _gpu, _tuning
+from ._bench_format import fmt_count, format_table
+from ._bench_timing import machine_info
+from ._cli_args import parse_count, parse_dtypes
+
+
+def add_info_parser(sub: Any) -> None:
+    """The ``info`` command, added to the top-level parser's subparsers `sub`."""
+    i = sub.add_parser("info", help="platform, implementations, tuning cache, chosen config")
+    i.add_argument("--n", type=parse_count, default=10**7, help="len(a) (default 1e7)")
+    i.add_argument("--m", type=parse_count, default=10**7, help="len(v) (default 1e7)")
+    i.add_argument("--dtype", type=parse_dtypes, default=("float32",), help="key dtype")
+
+
+def _implementations() -> list[tuple[str, str]]:
+    """Each implementation with whether it can run here, and why not."""
+    on_cpu = jax.default_backend() == "cpu"
+    rows = [("cython", "available" if _cpu.AVAILABLE
+             else f"unavailable: {_cpu.UNAVAILABLE_REASON}")]
+    for name in _gpu.GPU_IMPLEMENTATIONS:
+        ok, reason = _gpu.status(name, interpret=on_cpu)
+        state = "available" if ok else f"unavailable: {reason}"
+        if ok and on_cpu:
+            state += " (interpret mode on this CPU backend: for tests)"
+        if on_cpu:  # and compiled for a GPU (lowering for one, or a GPU added)
+            ok, reason = _gpu.status(name)
+            state += f"; compiled for a GPU: {'works' if ok else f'unavailable: {reason}'}"
+        rows.append((name, state))
+    return rows + [("xla", "available (jnp.searchsorted)")]
+
+
+def _default_implementation(n: int, m: int, dtype) -> str:
+    backend = jax.default_backend()
+    if backend == "cpu":
+        return "cython" if _cpu.AVAILABLE else "xla"
+    if backend in ("gpu", "cuda", "rocm"):
+        return _gpu.choose(n, m, dtype) or "xla"
+    return "xla"
+
+
+def _describe_cache(path: Path) -> str:
+    if not path.exists():
+        return "not present"
+    entries = _tuning.load_entries(path)
+    meta = _tuning.read_meta(path)
+    host = ", ".join(str(meta[k]) for k in ("cpu_model", "device_kind", "date") if k in meta)
+    return f"{len(entries)} entries" + (f"; measured on {host}" if host else "")
+
+
+def readable(value: Any) -> str:
+    """A config value as a person reads it: floats to 3 significant digits."""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+# What each CpuConfig field does, from its value and the config (for `info`).
+_CPU_FIELD_MEANINGS: dict[str, Callable[[Any, _tuning.CpuConfig], str]] = {
+    "bisect_ratio": lambda x, c: f"lock-step binary search (bisect) of sorted needles when "
+                                 f"N/M > {readable(x)}",
+    "runs_ratio": lambda x, c: f"fill runs of needles per key (runs) when M/N > {readable(x)}; "
+                               "merge in between",
+    # What 0 comes to here: the threads of a row large enough to be split.
+    "threads": lambda x, c: (f"at most {x} threads per call" if x else "all available cores "
+                             f"({c.threads_for(c.min_parallel, _cpu.available_cores())} here)"),
+    "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
+}
+
+
+def describe_cpu_config(config: _tuning.CpuConfig) -> str:
+    """Each field of `config` on its own line: name, rounded value, meaning."""
+    rows = [[f.name, readable(getattr(config, f.name)),
+             _CPU_FIELD_MEANINGS.get(f.name, lambda x, c: "")(getattr(config, f.name), config)]
+            for f in dataclasses.fields(config)]
+    return format_table(["field", "value", "meaning"], rows, align="lll")
+
+
+def info_report(n: int, m: int, dtype: str) -> str:
+    """What ``python -m jaxsearch info`` prints."""
+    meta = machine_info()
+    kind = _tuning.device_kind()
+    lines = [
+        f"jaxsearch {meta['jaxsearch']}: jax {meta['jax']}, jaxlib {meta['jaxlib']}, "
+        f"numpy {meta['numpy']}, Python {meta['python']}",
+        f"platform:        {meta['backend']} (device kind {meta['device_kind']!r}, "
+        f"cache key {kind!r})",
+        f"host:            {meta['cpu_model']}, {meta['cores']} cores available",
+        "implementations:",
+        *(f"  {name:<8} {state}" for name, state in _implementations()),
+        f"default here:    {_default_implementation(n, m, dtype)} (for the search below)",
+        "",
+    ]
+    kinds = ["cpu"] + ([kind] if kind != "cpu" else [])
+    for k in kinds:
+        lines.append(f"tuning caches for {k!r}, in lookup order "
+                     f"(user dir from ${_tuning.TUNING_DIR_ENV} or the user cache dir):")
+        for label, path in zip(("user", "shipped"), _tuning.cache_files(k)):
+            lines.append(f"  {label:<8} {path}  [{_describe_cache(path)}]")
+    config, source = _tuning.resolve_cpu_config(n, m, dtype)
+    label = f"N={fmt_count(n)}, M={fmt_count(m)}, {dtype}"
+    lines += [
+        "",
+        f"for {label}:",
+        f"  CPU config:    from {source}",
+        textwrap.indent(describe_cpu_config(config), " " * 4),
+        f"  CPU kernel:    {_tuning.choose_cpu_kernel(n, m, config)} for sorted needles "
+        "(sorted_v=True; sorted_v=None runs it checking the order as it goes, and "
+        "binary-searches a part of the needles found out of order); binary search otherwise",
+        f"  CPU threads:   {config.threads_for(m, _cpu.available_cores())} for one call of "
+        f"M={fmt_count(m)} needles (see threads and min_parallel)",
+    ]
+    if kind != "cpu":
+        for kernel in ("merge_path", "binary_search"):
+            entry = _tuning.lookup(kernel, dtype, {"n": n, "m": m}, kind)
+            lines.append(f"  GPU {kernel}: " + (
+                ", ".join(f"{k}={readable(v)}" for k, v in entry.config.items())
+                + f"\n                 from {entry.source}" if entry
+                else "the kernel's heuristic default (no tuned entry)"))
+    return "\n".join(lines)
+
+
+def run_info(args: argparse.Namespace) -> int:
+    print(info_report(args.n, args.m, args.dtype[0]))
+    return 0
+
+
