@@ -161,7 +161,7 @@ def run_case(n, m, dtype, copy_s):
             print(f"  {name}: failed: {type(err).__name__}: {err}")
             continue
         rows.append((name, seconds, ok))
-    sorted_s = median_seconds(lambda: pk.is_sorted(v), jax_sync)
+    sorted_s = median_seconds(functools.partial(pk.is_sorted, v), jax_sync)
     rows.append(("jaxsearch is_sorted(v) only", sorted_s, bool(pk.is_sorted(v))))
     print(f"\nN={n:.0e} M={m:.0e} {jnp.dtype(dtype).name}: {nbytes / 1e9:.2f} GB of useful traffic")
     report(rows, copy_s, nbytes, "jnp scan")

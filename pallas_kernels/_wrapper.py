@@ -2,7 +2,6 @@
 argument checks, the setup (empty inputs, the config), jit, and one
 docstring for each kind of kernel."""
 
-import functools
 
 import jax
 import jax.numpy as jnp
