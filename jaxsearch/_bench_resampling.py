@@ -25,6 +25,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 
 import jaxsearch
@@ -43,6 +44,7 @@ from ._bench_format import (
     write_json,
 )
 from ._bench_peers import log2_size, uniform_order_statistics
+from ._resampling_accuracy import accuracy, reference
 from ._bench_timing import (
     Progress,
     Timing,
@@ -50,13 +52,15 @@ from ._bench_timing import (
     measure_all,
     timing_from_json,
     timing_json,
-    to_numpy,
     too_slow,
 )
 
 SCHEMES = ("systematic", "stratified", "multinomial")
 HEADLINE = "searchsorted_cumsum"
 NUMBA = "numba callback"
+# Not an implementation: the least any one does, one pass that reads w and u
+# and writes an int32 per particle (XLA's allocation of the output included).
+FLOOR = "XLA floor"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,43 +110,6 @@ def make_inputs(problem: Problem, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return w, u
 
 
-def reference(w: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The float64 reference ancestors, row by row."""
-    return np.stack([np.minimum(np.searchsorted(np.cumsum(wr, dtype=np.float64), ur), len(wr) - 1)
-                     for wr, ur in zip(w, u.astype(np.float64))])
-
-
-def beyond_contract(prefix: np.ndarray, v: np.ndarray, out: np.ndarray, ref: np.ndarray,
-                    tolerance: np.ndarray) -> int:
-    """How many indices `out` differ from `ref` where the contract does not
-    allow it: a difference is allowed only when every running sum between
-    the two indices lies within `tolerance` of the needle.
-
-    Args:
-      prefix: the reference running sums (float64), shape (n,).
-      v: the needles, shape (m,).
-      out, ref: the indices to check and the reference's, shape (m,).
-      tolerance: per running sum, how far a needle may be from it and still
-        go either way (one float32 ulp, or a relative bound), shape (n,).
-    """
-    wrong = np.flatnonzero(out != ref)
-    if wrong.size == 0:
-        return 0
-    lo = np.minimum(out[wrong], ref[wrong]).astype(np.int64)
-    hi = np.maximum(out[wrong], ref[wrong]).astype(np.int64) - 1
-    if lo.min() < 0 or hi.max() >= len(prefix):
-        return int(wrong.size)  # an index out of range is always a violation
-    x = v[wrong].astype(np.float64)
-    # The running sums are sorted: the two ends of the range bound the rest.
-    near = (np.abs(prefix[lo] - x) <= tolerance[lo]) & (np.abs(prefix[hi] - x) <= tolerance[hi])
-    return int(np.count_nonzero(~near))
-
-
-def float32_ulps(prefix: np.ndarray) -> np.ndarray:
-    """One float32 ulp at each running sum, in float64."""
-    return np.spacing(np.abs(prefix).astype(np.float32)).astype(np.float64)
-
-
 # ---------------------------------------------------------------- implementations
 
 
@@ -157,6 +124,7 @@ class Impl:
     build: Callable[[int, bool], Callable[[Any, Any], Any]]
     host: bool = False
     cost: Callable[[int], float] = lambda n: 0.0
+    checked: bool = True  # its indices are compared with the reference
 
 
 def _jitted(row_fn: Callable[[jax.Array, jax.Array], jax.Array]) -> Callable[[int, bool], Any]:
@@ -238,7 +206,9 @@ def impls() -> list[Impl]:
              cost=lambda n: 6e-9 * n * log2_size(n)),
     ]
     numba = numba_impl()
-    return out + ([numba] if numba else []) + [numpy_impl()]
+    floor = Impl(FLOOR, _jitted(lambda w, u: lax.bitcast_convert_type(w + u, jnp.int32)),
+                 checked=False)
+    return out + ([numba] if numba else []) + [numpy_impl(), floor]
 
 
 # ---------------------------------------------------------------- running
@@ -254,16 +224,6 @@ class Result:
     skipped: str | None = None
     max_index_error: int | None = None
     beyond_contract: int | None = None
-
-
-def accuracy(w: np.ndarray, u: np.ndarray, out: Any, ref: np.ndarray) -> tuple[int, int]:
-    """(largest index error, indices beyond the contract) over all filters."""
-    out = to_numpy(out).astype(np.int64)
-    beyond = 0
-    for wr, ur, o, r in zip(w, u, out, ref):
-        prefix = np.cumsum(wr, dtype=np.float64)
-        beyond += beyond_contract(prefix, ur, o, r, float32_ulps(prefix))
-    return int(np.max(np.abs(out - ref))), beyond
 
 
 def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
@@ -293,7 +253,7 @@ def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
                 result.max_index_error, result.beyond_contract = accuracy(w, u, out, ref)
                 return True
 
-            checks.append(check)
+            checks.append(check if impl.checked else None)
         for result, m in zip(todo, measure_all(calls, repeats=repeats, budget_s=budget_s,
                                                checks=checks)):
             result.timing, result.skipped = m.timing, m.failure
@@ -317,11 +277,11 @@ QUICK = dict(sizes=(10**4, 10**5), batch=(16, 10**3))
 # ---------------------------------------------------------------- tables
 
 
-def _speedup(by: dict[str, Result]) -> float | None:
-    """searchsorted_cumsum's speed-up over the numba callback, if both have a time."""
-    if not all(by.get(name) and by[name].timing for name in (HEADLINE, NUMBA)):
+def _ratio(by: dict[str, Result], slow: str, fast: str) -> float | None:
+    """`slow`'s median time over `fast`'s, if both have one."""
+    if not all(by.get(name) and by[name].timing for name in (slow, fast)):
         return None
-    return by[NUMBA].timing.median / by[HEADLINE].timing.median
+    return by[slow].timing.median / by[fast].timing.median
 
 
 def table(results: Sequence[Result]) -> str:
@@ -329,6 +289,7 @@ def table(results: Sequence[Result]) -> str:
     numba callback, then each one's largest index error (and indices beyond
     the contract) against the float64 reference."""
     names = list(dict.fromkeys(r.impl for r in results))
+    checked = [n for n in names if n != FLOOR]
     groups = group_by_problem(results)
     notes = Footnotes()
     times, errors = [], []
@@ -337,10 +298,11 @@ def table(results: Sequence[Result]) -> str:
         times.append([problem.label] + [
             notes.cell(by[n].timing and by[n].timing.median, fmt_ms,
                        by[n].skipped or "not run") for n in names]
-            + [notes.cell(_speedup(by), fmt_x, f"{NUMBA}: not run")])
+            + [notes.cell(_ratio(by, NUMBA, HEADLINE), fmt_x, f"{NUMBA}: not run"),
+               notes.cell(_ratio(by, HEADLINE, FLOOR), fmt_x, f"{FLOOR}: not run")])
         errors.append([problem.label] + [
             notes.cell(by[n].max_index_error, lambda e, r=by[n]: f"{e} ({r.beyond_contract})",
-                       by[n].skipped or "not run") for n in names])
+                       by[n].skipped or "not run") for n in checked])
     legend = format_legend([
         ("problem", "scheme, particles (filters x particles under jax.vmap); normalised "
                     "float32 weights, sorted float32 uniforms; ancestors = min(searchsorted("
@@ -354,7 +316,10 @@ def table(results: Sequence[Result]) -> str:
         (NUMBA, "a numba O(N + M) loop with a float32 running sum, through "
                 "jax.pure_callback (all filters in one call)"),
         ("numpy", "numpy.cumsum (float32) and numpy.searchsorted on the host"),
+        (FLOOR, "one XLA pass over the same bytes, no search: reads w and u, writes "
+                "min(bitcast(w + u), N - 1) as int32 (the output's allocation included)"),
         ("x over numba", f"{NUMBA}'s median time / {HEADLINE}'s"),
+        ("x floor", f"{HEADLINE}'s median time / {FLOOR}'s"),
         ("error (beyond)", "largest |index - reference| over all particles, the reference "
                            "being numpy.searchsorted(numpy.cumsum(w, dtype=float64), u); in "
                            "brackets, indices that differ where no running sum lies within one "
@@ -362,9 +327,9 @@ def table(results: Sequence[Result]) -> str:
     ])
     return "\n\n".join([
         "Resampling: median ms per call",
-        format_table(["problem"] + names + ["x over numba"], times),
+        format_table(["problem"] + names + ["x over numba", "x floor"], times),
         "Largest index error against the float64 reference (indices beyond the contract)",
-        format_table(["problem"] + names, errors),
+        format_table(["problem"] + checked, errors),
         str(notes), "Legend:\n" + legend, MARKER_TEXT])
 
 

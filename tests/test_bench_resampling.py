@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from jaxsearch import _bench_resampling as rs
+from jaxsearch import _resampling_accuracy as accuracy
 from jaxsearch import _tuning
 from jaxsearch.__main__ import main
 
@@ -34,17 +35,17 @@ def test_beyond_contract_allows_only_near_ties():
     v = np.array([2.0, 2.5, 3.0])
     ref = np.searchsorted(prefix, v)
     tol = np.full(4, 1e-9)
-    assert rs.beyond_contract(prefix, v, ref, ref, tol) == 0
+    assert accuracy.beyond_contract(prefix, v, ref, ref, tol) == 0
     # Needle 2.0 equals prefix[1]: 1 or 2 are both allowed; 2.5 is no tie.
-    assert rs.beyond_contract(prefix, v, ref + np.array([1, 0, 0]), ref, tol) == 0
-    assert rs.beyond_contract(prefix, v, ref + np.array([0, 1, 0]), ref, tol) == 1
-    assert rs.beyond_contract(prefix, v, ref + np.array([0, 0, 2]), ref, tol) == 1
-    assert rs.beyond_contract(prefix, v, np.array([1, 9, 2]), ref, tol) == 1  # out of range
+    assert accuracy.beyond_contract(prefix, v, ref + np.array([1, 0, 0]), ref, tol) == 0
+    assert accuracy.beyond_contract(prefix, v, ref + np.array([0, 1, 0]), ref, tol) == 1
+    assert accuracy.beyond_contract(prefix, v, ref + np.array([0, 0, 2]), ref, tol) == 1
+    assert accuracy.beyond_contract(prefix, v, np.array([1, 9, 2]), ref, tol) == 1  # out of range
 
 
 def test_run_reports_times_and_accuracy():
     impls = {i.name: i for i in rs.impls()}
-    chosen = [impls[rs.HEADLINE], impls["jnp default"], impls["numpy"]]
+    chosen = [impls[rs.HEADLINE], impls["jnp default"], impls["numpy"], impls[rs.FLOOR]]
     if rs.NUMBA in impls:
         chosen.append(impls[rs.NUMBA])
     problems = [rs.Problem("systematic", 3000), rs.Problem("multinomial", 200, filters=4)]
@@ -52,12 +53,15 @@ def test_run_reports_times_and_accuracy():
     assert len(results) == len(problems) * len(chosen)
     for r in results:
         assert r.skipped is None and r.timing.median > 0, r
-        assert r.max_index_error is not None
+        # The floor computes no ancestors: timed, never compared.
+        assert (r.max_index_error is None) == (r.impl == rs.FLOOR), r
     # searchsorted_cumsum keeps its contract; the others are only measured.
     assert all(r.beyond_contract == 0 for r in results if r.impl == rs.HEADLINE)
     text = rs.table(results)
-    for name in [i.name for i in chosen] + ["x over numba", "Legend", "beyond"]:
+    for name in [i.name for i in chosen] + ["x over numba", "x floor", "Legend", "beyond"]:
         assert name in text
+    errors = text.split("Largest index error")[1].split("Legend")[0]
+    assert rs.FLOOR not in errors.splitlines()[2]  # the error table's header
 
 
 def test_numba_peer_matches_a_float32_running_sum():

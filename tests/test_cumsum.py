@@ -19,7 +19,7 @@ from lowering import on_abstract_gpu_if_needed
 
 import jaxsearch
 from jaxsearch import _bench_resampling, _cumsum
-from jaxsearch._bench_resampling import beyond_contract, float32_ulps
+from jaxsearch._resampling_accuracy import beyond_contract, float32_ulps
 
 IMPLEMENTATIONS = (None, "cython", "xla")
 
