@@ -11,19 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._index import INT32_MAX, index_dtype  # noqa: F401 (the kernels call _bisect.index_dtype)
 from ._order import precedes, sort_key
-
-_INT32_MAX = np.iinfo(np.int32).max
-
-
-def index_dtype(extent):
-    """Index dtype for positions up to `extent` (a static Python int)."""
-    return jnp.int32 if extent <= _INT32_MAX else jnp.int64
 
 
 def check_extent(extent):
     """Positions past int32 need int64 indices, hence x64 mode."""
-    if extent > _INT32_MAX and not jax.config.jax_enable_x64:
+    if extent > INT32_MAX and not jax.config.jax_enable_x64:
         raise ValueError(f"inputs of {extent} elements need jax_enable_x64 for 64-bit indices")
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from jax import lax
 
 from ._args import resolve_config, validate
+from ._index import INT32_MAX
 from .configs import (
     BinarySearchConfig,
     MergePathConfig,
@@ -41,7 +42,6 @@ from .configs import (
     default_merge_path_config,
 )
 
-_INT32_MAX = np.iinfo(np.int32).max
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
 _MAX_GRID_Y = 65535
 
@@ -167,7 +167,7 @@ def triton_available(interpret: bool = False) -> tuple[bool, str]:
 def _validate(a, v, side, out_dtype):
     """Checks the wrapper arguments; returns `out_dtype` as a numpy dtype."""
     out_dtype = validate(a, v, side, out_dtype)
-    if out_dtype == jnp.int32 and a.shape[0] > _INT32_MAX:
+    if out_dtype == jnp.int32 and a.shape[0] > INT32_MAX:
         raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
     return out_dtype
 
@@ -211,13 +211,13 @@ class _Launch:
                 "CHUNK": config.chunk,
                 "DIAG_STEPS": min(n, m).bit_length(),
                 "LEFT": left,
-                "WIDE": n + m + config.tile > _INT32_MAX,
+                "WIDE": n + m + config.tile > INT32_MAX,
             }
         return -(-m // config.block), {
             "BLOCK": config.block,
             "STEPS": n.bit_length(),
             "LEFT": left,
-            "WIDE": n + m + config.block > _INT32_MAX,
+            "WIDE": n + m + config.block > INT32_MAX,
         }
 
 
