@@ -11,7 +11,7 @@ as `by_order` decides.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

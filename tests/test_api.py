@@ -204,8 +204,8 @@ def test_nested_vmap_broadcasts_batch_dims():
     np.testing.assert_array_equal(f(a, v), want)
 
 
-PRIMITIVE_PARAMS = dict(side="left", order="check", out_dtype=np.int32, cpu_kernel="merge",
-                        cpu_threads=1, cpu_min_parallel=1 << 16)
+PRIMITIVE_PARAMS = {"side": "left", "order": "check", "out_dtype": np.int32,
+                    "cpu_kernel": "merge", "cpu_threads": 1, "cpu_min_parallel": 1 << 16}
 
 
 @pytest.mark.parametrize("search", [
