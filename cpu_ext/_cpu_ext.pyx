@@ -5,7 +5,7 @@
 # are batch dimensions that broadcast numpy-style (an unbatched operand comes
 # with size-1 batch dimensions, without a copy). Five int32 attributes:
 # `right` (0/1), `order` (ORDER_*), `kernel` (KERNEL_*), `threads` (at most
-# this many threads) and `grain` (needles per part, at least).
+# this many threads) and `min_parallel` (needles per part, at least).
 #
 # Parallelism: the needles of all rows are cut into parts. The calling thread
 # and up to threads - 1 tasks on XLA's own CPU thread pool claim parts from
@@ -237,12 +237,30 @@ cdef void pool_task(void* data) noexcept nogil:
     release(job)
 
 
-cdef const char* plan(Job* job, int threads, int64_t grain) noexcept nogil:
+cdef int64_t slices_per_row(int64_t m, int threads, int64_t min_parallel) noexcept nogil:
+    """Parts a row of m needles is cut into: slices of at least
+    `min_parallel` needles, at most PARTS_PER_THREAD per thread."""
+    return max(1, min(<int64_t>threads * PARTS_PER_THREAD, m // max(min_parallel, 1)))
+
+
+cdef long call_threads(int threads, long parts) noexcept nogil:
+    """Threads that work on a call of `parts` parts: the caller, and one
+    pool task per further part, up to `threads` in all."""
+    return max(1, min(<long>threads, parts))
+
+
+def planned_threads(long rows, long m, int threads, long min_parallel):
+    """The threads one call of `rows` rows of m needles runs on, given its
+    `threads` and `min_parallel` attributes: the plan the kernel makes."""
+    return call_threads(threads, rows * slices_per_row(m, threads, min_parallel))
+
+
+cdef const char* plan(Job* job, int threads, int64_t min_parallel) noexcept nogil:
     """Checks shapes, fills the batch strides and cuts the work into parts."""
     cdef const XLA_FFI_Buffer* a_buf = job.a_buf
     cdef const XLA_FFI_Buffer* v_buf = job.v_buf
     cdef const XLA_FFI_Buffer* out_buf = job.out_buf
-    cdef int64_t rows = 1, d, da, dv, step_a, step_v, per_row
+    cdef int64_t rows = 1, d, da, dv, step_a, step_v
     job.rank = out_buf.rank - 1
     if job.rank < 0 or job.rank > MAX_BATCH_RANK or a_buf.rank < 1 or v_buf.rank < 1:
         return b"jaxsearch: operand rank out of range"
@@ -273,11 +291,8 @@ cdef const char* plan(Job* job, int threads, int64_t grain) noexcept nogil:
             elif v_buf.dims[dv] != 1:
                 return b"jaxsearch: batch dimensions of v do not broadcast"
             step_v *= v_buf.dims[dv]
-    # Rows split into slices of at least `grain` needles, at most
-    # PARTS_PER_THREAD per thread.
-    per_row = max(1, min(<int64_t>threads * PARTS_PER_THREAD, job.m // max(grain, 1)))
-    job.slices = per_row
-    job.parts = rows * per_row
+    job.slices = slices_per_row(job.m, threads, min_parallel)
+    job.parts = rows * job.slices
     return NULL
 
 
@@ -372,15 +387,15 @@ cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexc
     job.a_buf = <const XLA_FFI_Buffer*>cf.args.args[0]
     job.v_buf = <const XLA_FFI_Buffer*>cf.args.args[1]
     job.out_buf = <XLA_FFI_Buffer*>cf.rets.rets[0]
-    job.kernel, job.order, job.right = attrs[1], attrs[2], attrs[3] != 0
-    message = plan(job, threads, attrs[0])
+    job.kernel, job.order, job.right = attrs[0], attrs[2], attrs[3] != 0
+    message = plan(job, threads, attrs[1])
     if message != NULL:
         free(job)
         return message
     job.done_parts = 0
     advise_huge_pages(job.out_buf)
     job.next_part = 0
-    start_tasks(cf, pool_task, job, &job.refs, &job.env, min(<long>threads, job.parts) - 1)
+    start_tasks(cf, pool_task, job, &job.refs, &job.env, call_threads(threads, job.parts) - 1)
     work(job)
     # Parts claimed by pool tasks may still be running; unstarted tasks are
     # not waited for (they find no part left, and the last one frees the job).
@@ -413,8 +428,9 @@ cdef bint attr_is(const XLA_FFI_ByteSpan* name, const char* expected, size_t len
 
 # Attribute names in the order XLA passes them (sorted).
 cdef const char* ATTR_NAMES[5]
-ATTR_NAMES[:] = [b"grain", b"kernel", b"order", b"right", b"threads"]
-cdef const char* ATTRS_EXPECTED = b"jaxsearch: expected int32 attributes grain, kernel, order, right, threads"
+ATTR_NAMES[:] = [b"kernel", b"min_parallel", b"order", b"right", b"threads"]
+cdef const char* ATTRS_EXPECTED = \
+    b"jaxsearch: expected int32 attributes kernel, min_parallel, order, right, threads"
 
 
 cdef const char* read_call(const XLA_FFI_CallFrame* cf, const char** names, int count,
@@ -472,11 +488,6 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
 def handler_capsule():
     """The FFI handler as a PyCapsule, for jax.ffi.register_ffi_target."""
     return PyCapsule_New(<void*>searchsorted_handler, NULL, NULL)
-
-
-def ffi_api_version():
-    """The (major, minor) XLA FFI API version of the headers this was built with."""
-    return (XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR)
 
 
 # ======================================================================

@@ -8,18 +8,17 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
-from . import _cpu, _gpu, _primitive, _tuning
+from . import _cpu, _gpu, _primitive, _sortedness, _tuning
+
+# Key dtypes the kernels take, on every platform (jnp serves the others),
+# and the index dtype rule: the kernels' own.
+from .pallas_kernels import SUPPORTED_DTYPES as KEY_DTYPES
+from .pallas_kernels._index import index_dtype
 
 Side = Literal["left", "right"]
 JNP_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
 IMPLEMENTATIONS = ("cython", "pallas", "mosaic", "triton", "xla")
-_INT32_MAX = int(np.iinfo(np.int32).max)
-# Key dtypes the kernels take, on every platform; jnp serves the others.
-KERNEL_DTYPES = frozenset(jnp.dtype(t) for t in (
-    jnp.bool_, jnp.int8, jnp.int16, jnp.int32, jnp.int64, jnp.uint8, jnp.uint16, jnp.uint32,
-    jnp.uint64, jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64))
 
 
 def searchsorted(
@@ -109,26 +108,27 @@ def searchsorted(
                          cpu_override=_tuning.cpu_config_override())
 
 
-def index_dtype(n: int) -> np.dtype:
-    """The dtype of insertion indices into n keys, as jnp gives them: int32,
-    or int64 past int32's range (which needs jax_enable_x64)."""
-    return np.dtype(np.int64 if n > _INT32_MAX else np.int32)
+def default_implementation(n: int, m: int, dtype) -> str:
+    """The implementation ``searchsorted(a, v)`` runs by default here (on the
+    default backend) for n keys and m needles of `dtype`: "cython", a GPU
+    implementation, or "xla" (jnp)."""
+    if not _kernels_take(n, jnp.dtype(dtype)):
+        return "xla"
+    return _primitive.implementation_for(jax.default_backend(), n, m, dtype)
 
 
-def check_order_flag(name: str, flag: object) -> None:
-    """TypeError unless `flag` (a sortedness promise) is True, False or None."""
-    if flag is not None and not isinstance(flag, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True, False or None, got {flag!r}")
+def _kernels_take(n: int, dtype: np.dtype) -> bool:
+    """Whether jaxsearch's kernels search n keys of `dtype`: a key dtype
+    they have, and an index dtype this jax can give (int64 needs x64)."""
+    return dtype in KEY_DTYPES and (index_dtype(n) == np.int32 or jax.config.jax_enable_x64)
 
 
 def check_side_and_order(side: str, sorted_v: bool | None) -> str:
     """Checks `side` and `sorted_v`; returns the needles' order for the
-    kernels: "check" (sorted_v=None), "sorted" (True) or "any" (False)."""
+    kernels (`_sortedness.order_of`)."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    check_order_flag("sorted_v", sorted_v)
-    return {None: "check", True: "sorted", False: "any"}[None if sorted_v is None
-                                                        else bool(sorted_v)]
+    return _sortedness.order_of("sorted_v", sorted_v)
 
 
 def check_arraylike(caller: str, name: str, x: object) -> None:
@@ -156,16 +156,13 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
     if sorter is not None:
         a = a[sorter]
     n = a.shape[0]
-    if n > _INT32_MAX and not jax.config.jax_enable_x64:
+    if not _kernels_take(n, dtype):
+        # complex, float8, int4: no kernel of ours; past int32 without x64,
         # jnp raises its own error for an index dtype it cannot have.
         return jnp.searchsorted(a, v, side=side)
     out_dtype = index_dtype(n)
-    if dtype not in KERNEL_DTYPES:
-        return jnp.searchsorted(a, v, side=side)  # complex, float8, int4: no kernel of ours
     if v.size == 0 or n == 0:
         return jnp.zeros_like(v, dtype=out_dtype)
-    # Integer output: the gradient is zero, as jnp's.
-    a, v = lax.stop_gradient(a), lax.stop_gradient(v)
     m = v.size
     cpu_config, _ = _tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
     # On v's own shape, all of it needle dimensions: flattening a sharded v
@@ -177,6 +174,6 @@ def _searchsorted(a, v, sorter, *, side: str, order: str, implementation: str | 
         a, v, side=side, order=order, out_dtype=out_dtype, needle_ndim=v.ndim,
         cpu_kernel=_tuning.choose_cpu_kernel(n, m, cpu_config),
         cpu_threads=cpu_config.max_threads(_cpu.available_cores()),
-        cpu_grain=cpu_config.min_parallel,
+        cpu_min_parallel=cpu_config.min_parallel,
         implementation=implementation if implementation in _gpu.GPU_IMPLEMENTATIONS else None)
     return out.reshape(v.shape)

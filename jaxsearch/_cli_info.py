@@ -45,12 +45,9 @@ def _implementations() -> list[tuple[str, str]]:
 
 
 def _default_implementation(n: int, m: int, dtype) -> str:
-    backend = jax.default_backend()
-    if backend == "cpu":
-        return "cython" if _cpu.AVAILABLE else "xla"
-    if backend in ("gpu", "cuda", "rocm"):
-        return _gpu.choose(n, m, dtype) or "xla"
-    return "xla"
+    from . import _api  # the dispatch's own answer
+
+    return _api.default_implementation(n, m, dtype)
 
 
 def _describe_cache(path: Path) -> str:
@@ -73,9 +70,9 @@ _CPU_FIELD_MEANINGS: dict[str, Callable[[Any, _tuning.CpuConfig], str]] = {
                                  f"N/M > {readable(x)}",
     "runs_ratio": lambda x, c: f"fill runs of needles per key (runs) when M/N > {readable(x)}; "
                                "merge in between",
-    # What 0 comes to here: the threads of a row large enough to be split.
+    # What 0 comes to here: the most threads a call may run on.
     "threads": lambda x, c: (f"at most {x} threads per call" if x else "all available cores "
-                             f"({c.threads_for(c.min_parallel, _cpu.available_cores())} here)"),
+                             f"({c.max_threads(_cpu.available_cores())} here)"),
     "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
 }
 

@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .pallas_kernels._index import INT32_MAX
+
 TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 
@@ -31,13 +33,13 @@ if UNAVAILABLE_REASON is not None:
                   "jnp.searchsorted", RuntimeWarning, stacklevel=2)
 
 AVAILABLE = UNAVAILABLE_REASON is None
-ORDERS = ("any", "sorted", "check")
 KERNELS = ("merge", "runs", "bisect")
 # The FFI handler's limit on the threads of one call: it rejects a call that
 # asks for more (cpu_ext/_cpu_ext.pyx), so a host with more cores uses this many.
 MAX_THREADS = 1024
 
-# The Cython kernels' key types; other real dtypes are converted first.
+# The Cython kernels' key types (the extension's check_dtypes); the other key
+# dtypes (float16, bfloat16) are converted to float32 first.
 NATIVE_KEY_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,
     np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
@@ -52,7 +54,7 @@ def available_cores() -> int:
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
-           out_dtype: np.dtype, threads: int = 1, grain: int = 1 << 16) -> jax.Array:
+           out_dtype: np.dtype, threads: int = 1, min_parallel: int = 1 << 16) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -61,13 +63,15 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
         `v` are batch dimensions that broadcast as in numpy.
       side: "left" or "right".
       order: "any" (binary search), "sorted" (trust that v is sorted) or
-        "check" (check each row, then merge when sorted).
+        "check" (each part of a row checks its needles as it merges them,
+        and binary-searches them when they are out of order).
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
       threads: at most this many threads (the caller and tasks on XLA's CPU
         thread pool) work on the call; in [1, MAX_THREADS].
-      grain: the needles are cut into parts of at least this many (a row with
-        fewer is one part), which the threads claim one at a time.
+      min_parallel: the needles are cut into parts of at least this many (a
+        row with fewer is one part), which the threads claim one at a time;
+        `planned_threads` says how many threads that comes to.
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
@@ -77,7 +81,21 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
                  order=np.int32(_cpu_ext.ORDER_NAMES[order]),
                  kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
                  threads=np.int32(threads),
-                 grain=np.int32(min(grain, np.iinfo(np.int32).max)))
+                 min_parallel=_int32_attribute(min_parallel))
+
+
+def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1) -> int:
+    """The threads a `search` of `rows` rows of m needles runs on, with these
+    `threads` and `min_parallel`: the extension's own plan (1 where the
+    extension is unavailable and jnp searches instead)."""
+    if not AVAILABLE:
+        return 1
+    return _cpu_ext.planned_threads(rows, m, threads, _int32_attribute(min_parallel))
+
+
+def _int32_attribute(x: int) -> np.int32:
+    """A count for an int32 attribute, larger ones clamped (they mean "never")."""
+    return np.int32(min(x, INT32_MAX))
 
 
 def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,

@@ -23,9 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
-from jax.interpreters import batching, mlir
 
-from . import _api, _cpu, _primitive
+from . import _api, _cpu, _primitive, _sortedness
 
 searchsorted_cumsum_p = Primitive("jaxsearch_searchsorted_cumsum")
 IMPLEMENTATIONS = ("cython", "pallas", "xla")
@@ -122,8 +121,7 @@ def sum_dtype(dtype) -> np.dtype:
 @functools.partial(jax.jit, static_argnames=("side", "order", "implementation"))
 def _searchsorted_cumsum(w, v, *, side, order, implementation):
     dtype = sum_dtype(jnp.result_type(w, v))
-    w = lax.stop_gradient(jnp.asarray(w, dtype))  # integer output: zero gradient
-    v = lax.stop_gradient(jnp.asarray(v, dtype))
+    w, v = jnp.asarray(w, dtype), jnp.asarray(v, dtype)
     n = w.shape[0]
     out_dtype = _api.index_dtype(n)
     if out_dtype == np.int64 and not jax.config.jax_enable_x64:
@@ -211,7 +209,7 @@ def _tie_count(lo, start, stop, v, right):
 def _jnp_row(w, v, *, side, order, out_dtype, implementation):
     """One row by jnp: a float64 running sum where x64 is on, else a
     compensated float32 one; then jaxsearch.searchsorted on it."""
-    sorted_v = {"check": None, "sorted": True, "any": False}[order]
+    sorted_v = _sortedness.promise_of(order)
     search_impl = None if implementation == "cython" else implementation
 
     def find(keys, needles, side):
@@ -267,8 +265,6 @@ def _batch(args, dims, **params):
     return searchsorted_cumsum_p.bind(w, v, **params), 0
 
 
-searchsorted_cumsum_p.def_impl(functools.partial(_primitive._impl, searchsorted_cumsum_p))
-searchsorted_cumsum_p.def_abstract_eval(_abstract_eval)
-batching.primitive_batchers[searchsorted_cumsum_p] = _batch
+_primitive.define_rules(searchsorted_cumsum_p, _abstract_eval, _batch)
 _primitive.register_lowerings(searchsorted_cumsum_p, default=_other_rows, cpu=_cpu_rows,
                               gpu=_gpu_rows)

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._api import check_arraylike, check_order_flag, searchsorted
+from ._api import check_arraylike, searchsorted
+from ._sortedness import check_order_flag
 
 
 def digitize(

@@ -15,13 +15,12 @@ from typing import Callable
 
 import jax
 import numpy as np
-from jax import lax
 
 # Not public API, alike in jax 0.10 to 0.12: the mesh in force (an AOT
 # topology's devices too).
 from jax._src import mesh as _mesh_lib
 
-from . import _tuning
+from . import _sortedness, _tuning
 from . import pallas_kernels as _pk
 
 # In the order the dispatch prefers them, after the tuned choice.
@@ -116,11 +115,6 @@ def kernels(implementation: str) -> tuple[Callable, Callable]:
     return getattr(_pk, merge), getattr(_pk, bisect)
 
 
-def is_sorted(v: jax.Array) -> jax.Array:
-    """Whether 1-D `v` is sorted (NaN last, -0.0 == 0.0), as a device reduction."""
-    return _pk.is_sorted(v)
-
-
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
            implementation: str = "pallas", interpret: bool = False) -> jax.Array:
     """searchsorted of 1-D `v` in 1-D `a` by the GPU kernels.
@@ -129,7 +123,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
       a, v: keys and needles of one dtype.
       side: "left" or "right".
       order: "any" (binary search), "sorted" (merge path, trusting that v is
-        sorted) or "check" (a device reduction checks v; lax.cond picks).
+        sorted) or "check" (as `_sortedness.by_order` decides).
       out_dtype: int32 or int64.
       implementation: "pallas", "mosaic" or "triton".
       interpret: run the kernels on the host, in their interpreter.
@@ -145,8 +139,5 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
                               implementation=implementation)
     merge = functools.partial(merge_fn, config=tuned(_pk.MergePathConfig), **kwargs)
     bisect = functools.partial(bisect_fn, config=tuned(_pk.BinarySearchConfig), **kwargs)
-    if order == "sorted":
-        return merge(a, v)
-    if order == "any":
-        return bisect(a, v)
-    return lax.cond(is_sorted(v), merge, bisect, a, v)
+    return _sortedness.by_order(order, v, lambda order: (merge if order == "sorted"
+                                                         else bisect)(a, v))

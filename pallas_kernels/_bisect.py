@@ -11,14 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._index import INT32_MAX, index_dtype  # noqa: F401 (the kernels call _bisect.index_dtype)
 from ._order import precedes, sort_key
-
-INT32_MAX = np.iinfo(np.int32).max
-
-
-def index_dtype(extent):
-    """Index dtype for positions up to `extent` (a static Python int)."""
-    return jnp.int32 if extent <= INT32_MAX else jnp.int64
 
 
 def check_extent(extent):

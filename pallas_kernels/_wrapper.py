@@ -6,7 +6,7 @@ docstring for each kind of kernel."""
 import jax
 import jax.numpy as jnp
 
-from ._bisect import INT32_MAX
+from ._index import INT32_MAX
 from ._order import SIDES, check_dtype
 from .configs import (
     BinarySearchConfig,

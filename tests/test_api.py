@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +12,7 @@ import pytest
 from keys import DTYPES_32, DTYPES_64, random_keys, sort_keys
 
 import jaxsearch
-from jaxsearch import _cpu
+from jaxsearch import _cpu, _cumsum, _primitive, _sortedness
 
 SIDES = ["left", "right"]
 SORTED_V = [None, True, False]
@@ -95,7 +98,7 @@ def test_subnormals_compare_as_jnp_does(dtype):
         want = jnp.searchsorted(a, v, "right")
         got = CPU_SEARCH(a.astype(jnp.float32), v.astype(jnp.float32), side="right",
                          order="sorted", kernel=kernel, out_dtype=np.dtype(np.int32), threads=2,
-                         grain=1000)
+                         min_parallel=1000)
         np.testing.assert_array_equal(got, want)
 
 
@@ -201,6 +204,52 @@ def test_nested_vmap_broadcasts_batch_dims():
     np.testing.assert_array_equal(f(a, v), want)
 
 
+PRIMITIVE_PARAMS = {"side": "left", "order": "check", "out_dtype": np.int32,
+                    "cpu_kernel": "merge", "cpu_threads": 1, "cpu_min_parallel": 1 << 16}
+
+
+@pytest.mark.parametrize("search", [
+    jaxsearch.searchsorted,
+    functools.partial(_primitive.searchsorted, **PRIMITIVE_PARAMS),
+    functools.partial(_cumsum.search, side="left", order="check", out_dtype=np.int32),
+], ids=["searchsorted", "primitive", "cumsum_primitive"])
+def test_jvp_through_jit_and_vmap_gives_float0_tangents(search):
+    """The primitives' own derivative rule: symbolic zero tangents (float0,
+    as for any integer output), under jit and vmap, with the primal equal to
+    the search's answer."""
+    a = jnp.linspace(0.5, 20.0, 40)
+    v = jnp.stack([jnp.linspace(0.0, 25.0, 9), jnp.linspace(25.0, 0.0, 9)])
+    f = jax.jit(jax.vmap(search, in_axes=(None, 0)))
+    out, tangent = jax.jvp(f, (a, v), (jnp.ones_like(a), jnp.ones_like(v)))
+    np.testing.assert_array_equal(out, jax.vmap(search, in_axes=(None, 0))(a, v))
+    assert tangent.dtype == jax.dtypes.float0 and tangent.shape == out.shape
+
+
+def test_eager_calls_of_the_primitive_compile_once():
+    """Called outside jit, the primitive goes through jax's dispatch, which
+    compiles it once per shapes and parameters."""
+    a, v = jnp.arange(100.0), jnp.linspace(-1.0, 101.0, 7)
+    compiles = []
+
+    class Counter(logging.Handler):
+        def emit(self, record):
+            compiles.append("ompil" in record.getMessage())
+
+    counter = Counter()
+    logger = logging.getLogger("jax")
+    logger.addHandler(counter)
+    try:
+        with jax.log_compiles():
+            first = _primitive.searchsorted(a, v, **PRIMITIVE_PARAMS)
+            compiled = sum(compiles)
+            again = _primitive.searchsorted(a, v, **PRIMITIVE_PARAMS)
+    finally:
+        logger.removeHandler(counter)
+    assert compiled > 0 and sum(compiles) == compiled
+    np.testing.assert_array_equal(first, jnp.searchsorted(a, v))
+    np.testing.assert_array_equal(again, first)
+
+
 def test_grad_is_zero_and_does_not_raise():
     a = jnp.linspace(0.0, 1.0, 11)
     table = jnp.arange(12.0)
@@ -215,13 +264,13 @@ def test_grad_is_zero_and_does_not_raise():
 
 
 CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "grain"))
+                                                  "threads", "min_parallel"))
 
 
 @pytest.mark.parametrize("kernel", _cpu.KERNELS)
-@pytest.mark.parametrize("order", _cpu.ORDERS)
-@pytest.mark.parametrize("threads, grain", [(1, 1 << 16), (3, 7)])
-def test_every_cpu_kernel(kernel, order, threads, grain):
+@pytest.mark.parametrize("order", _sortedness.ORDERS)
+@pytest.mark.parametrize("threads, min_parallel", [(1, 1 << 16), (3, 7)])
+def test_every_cpu_kernel(kernel, order, threads, min_parallel):
     """Each kernel, reached directly rather than through the selector, on one
     thread and cut into parts of 7 needles over three threads."""
     rng = np.random.default_rng(8)
@@ -233,7 +282,7 @@ def test_every_cpu_kernel(kernel, order, threads, grain):
                 for out_dtype in (np.int32, np.int64) if dtype == "int16" else (np.int32,):
                     got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
                                      kernel=kernel, out_dtype=np.dtype(out_dtype),
-                                     threads=threads, grain=grain)
+                                     threads=threads, min_parallel=min_parallel)
                     assert got.dtype == np.dtype(out_dtype)
                     np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side))
 
@@ -248,7 +297,7 @@ def test_outputs_over_several_huge_pages(kernel):
     want = np.stack([np.searchsorted(a, row, "right") for row in v])
     for out_dtype in (np.int32, np.int64):
         got = CPU_SEARCH(jnp.asarray(a)[None], jnp.asarray(v), side="right", order="sorted",
-                         kernel=kernel, out_dtype=np.dtype(out_dtype), threads=2, grain=1 << 16)
+                         kernel=kernel, out_dtype=np.dtype(out_dtype), threads=2, min_parallel=1 << 16)
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
@@ -269,7 +318,7 @@ def test_broken_promise_stays_in_bounds(kernel):
         for side in SIDES:
             got = np.asarray(CPU_SEARCH(jnp.asarray(a, jnp.float32), jnp.asarray(v, jnp.float32),
                                         side=side, order="sorted", kernel=kernel,
-                                        out_dtype=np.dtype(np.int32), threads=2, grain=100))
+                                        out_dtype=np.dtype(np.int32), threads=2, min_parallel=100))
             assert got.min() >= 0 and got.max() <= n, name
     # Through the public API too: the promise is the caller's, bounds are ours.
     a, v = cases["unsorted v"]

@@ -20,7 +20,7 @@ import jaxsearch
 from jaxsearch import _cpu
 
 CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "grain"))
+                                                  "threads", "min_parallel"))
 M = 3000  # several of the order check's 1024-needle blocks, six merge chunks
 
 
@@ -59,15 +59,15 @@ def broken_needles(rng: np.random.Generator, dtype: str) -> dict[str, np.ndarray
 @pytest.mark.parametrize("kernel", _cpu.KERNELS)
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("n", [1, 40, 1000, 100_000])
-@pytest.mark.parametrize("threads, grain", [(1, 1 << 16), (2, 500)])
-def test_checking_kernels_answer_exactly(kernel, dtype, n, threads, grain):
+@pytest.mark.parametrize("threads, min_parallel", [(1, 1 << 16), (2, 500)])
+def test_checking_kernels_answer_exactly(kernel, dtype, n, threads, min_parallel):
     rng = np.random.default_rng(n)
     a = sort_keys((rng.standard_normal(n) * 50).astype(dtype))
     for name, v in broken_needles(rng, dtype).items():
         for side in ("left", "right"):
             got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="check",
                              kernel=kernel, out_dtype=np.dtype(np.int32), threads=threads,
-                             grain=grain)
+                             min_parallel=min_parallel)
             np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side),
                                           err_msg=f"{name}, side={side}")
 
@@ -111,7 +111,7 @@ def test_all_nan_keys_and_unsorted_needles_with_nan(kernel, n):
         for side in ("left", "right"):
             got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="check",
                              kernel=kernel, out_dtype=np.dtype(np.int32), threads=1,
-                             grain=1 << 16)
+                             min_parallel=1 << 16)
             np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side),
                                           err_msg=f"side={side}, m={len(v)}")
             np.testing.assert_array_equal(np.asarray(jaxsearch.searchsorted(a, v, side)),

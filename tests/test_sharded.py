@@ -117,7 +117,7 @@ CUDA_PARTITIONING = textwrap.dedent("""
     import jax, numpy as np
     from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec as P
     import jaxsearch
-    from jaxsearch import _gpu, _primitive
+    from jaxsearch import _gpu, _partitioning, _primitive
 
     mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
     a = np.sort(np.random.default_rng(0).standard_normal(8000)).astype(np.float32)
@@ -130,7 +130,8 @@ CUDA_PARTITIONING = textwrap.dedent("""
     gpu_mesh = AbstractMesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2,
                             abstract_device=device)
     params = dict(side="left", order="check", out_dtype=np.dtype(np.int32),
-                  cpu_kernel="merge", cpu_threads=1, cpu_grain=1 << 16, needle_ndim=2)
+                  cpu_kernel="merge", cpu_threads=1, cpu_min_parallel=1 << 16, needle_ndim=2,
+                  implementation=None)
     for name, (a_spec, v_spec) in cases.items():
         shardings = NamedSharding(mesh, a_spec), NamedSharding(mesh, v_spec)
         ja, jv = (jax.device_put(x, s) for x, s in zip((a, v), shardings))
@@ -146,8 +147,8 @@ CUDA_PARTITIONING = textwrap.dedent("""
         specs = [jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s)
                  for x, s in zip((a, v), shardings)]
         out = jax.ShapeDtypeStruct(v.shape, np.int32, sharding=shardings[1])
-        _, per_device, out_sharding, in_shardings = _primitive._partition(
-            params, mesh, specs, out)
+        _, per_device, out_sharding, in_shardings = _partitioning.partition(
+            _primitive._local, params, mesh, specs, out)
         body = jax.shard_map(per_device, mesh=gpu_mesh,
                              in_specs=tuple(s.spec for s in in_shardings),
                              out_specs=out_sharding.spec, check_vma=False)

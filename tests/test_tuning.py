@@ -19,6 +19,7 @@ from processes import run_python
 import jaxsearch
 from jaxsearch import _autotune_cpu, _autotune_gpu, _autotune_grid, _cpu, _gpu, _tuning
 from jaxsearch._bench_timing import Progress
+from jaxsearch._cli_info import info_report
 from jaxsearch._tuning import CacheEntry, CpuConfig
 
 
@@ -172,7 +173,7 @@ def bad_entry(field, value=MISSING):
     """A test case: a valid entry with `field` (top-level, or a config field)
     set to `value`, or removed."""
     entry = cpu_entry(size=10**6, bisect_ratio=5.0).to_json()
-    fields = entry["config"] if field in _tuning._CPU_FIELDS else entry
+    fields = entry["config"] if field in {f.name for f in dataclasses.fields(CpuConfig)} else entry
     if value is MISSING:
         del fields[field]
     else:
@@ -367,11 +368,24 @@ def test_tuned_gpu_config_builds_validates_and_drops_stale_fields(monkeypatch):
         assert _tuning.tuned_gpu_config(pk.BinarySearchConfig, 10, 10, np.float32) is None
 
 
-def test_threads_for():
-    config = CpuConfig(threads=0, min_parallel=1000)
-    assert config.threads_for(999, cores=8) == 1
-    assert config.threads_for(1000, cores=8) == 8
-    assert dataclasses.replace(config, threads=3).threads_for(10**6, cores=8) == 3
+@pytest.mark.parametrize("m, threads, min_parallel", [
+    (999, 8, 1000), (1000, 8, 1000), (5000, 8, 1000), (7999, 8, 1000), (10**6, 8, 1000),
+    (10**6, 3, 1000), (64, 2, 1), (10, 2, 1 << 16)])
+def test_the_thread_plan_info_reports_is_the_kernels(m, threads, min_parallel):
+    """The threads `info` reports for a row of m needles are those the kernel
+    plans from the attributes its call is lowered with: as many as parts of
+    at least min_parallel needles (one where there are fewer), at most
+    `threads`, also where min_parallel <= m < threads * min_parallel."""
+    config = CpuConfig(threads=threads, min_parallel=min_parallel)
+    a = jnp.arange(2 * m, dtype=jnp.float32)
+    v = jnp.linspace(-1.0, 2.0 * m, m, dtype=jnp.float32)
+    with _tuning.use_cpu_config(config):
+        attrs = cpu_call_attrs(lambda a, v: jaxsearch.searchsorted(a, v), a, v)
+        report = info_report(2 * m, m, "float32")
+    kernel_plan = _cpu._cpu_ext.planned_threads(1, m, attrs["threads"], attrs["min_parallel"])
+    assert kernel_plan == min(threads, max(1, m // min_parallel))
+    assert config.threads_for(m, _cpu.available_cores()) == kernel_plan
+    assert f"  CPU threads:   {kernel_plan} for one call of" in report
 
 
 def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
@@ -394,7 +408,7 @@ def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
 
 
 def cpu_call_attrs(f, *args):
-    """The attributes (kernel, threads, grain, ...) of the CPU custom call
+    """The attributes (kernel, threads, min_parallel, ...) of the CPU custom call
     that `jax.jit(f)` lowers to."""
     text = jax.jit(f).lower(*args).as_text()
     [attrs] = re.findall(rf"@{_cpu.TARGET_NAME}\(.*?mhlo\.backend_config = \{{([^}}]*)\}}", text)
@@ -428,7 +442,7 @@ def test_each_thread_compiles_and_runs_its_own_config(caches, monkeypatch):
                 # A new function each time: jax.jit caches traces per function.
                 attrs = cpu_call_attrs(lambda a, v: search(a, v), a, v)
                 assert attrs["threads"] == expected.max_threads(_cpu.available_cores())
-                assert attrs["grain"] == expected.min_parallel
+                assert attrs["min_parallel"] == expected.min_parallel
                 assert attrs["kernel"] == _cpu._cpu_ext.KERNEL_NAMES[
                     kernel or _tuning.choose_cpu_kernel(2000, 50, expected)]
 
@@ -443,7 +457,7 @@ def test_more_cores_than_the_handler_takes(monkeypatch):
     monkeypatch.setattr(_cpu, "available_cores", lambda: 4096)
     # A config of its own, so that the search traces afresh with 4096 cores.
     config = CpuConfig(threads=0, min_parallel=4099)
-    assert config.threads_for(10**6, _cpu.available_cores()) == _cpu.MAX_THREADS
+    assert config.max_threads(_cpu.available_cores()) == _cpu.MAX_THREADS
     a, v = jnp.arange(10_000, dtype=jnp.int32), jnp.arange(-5, 9_000, 3, dtype=jnp.int32)
     with _tuning.use_cpu_config(config):
         for sorted_v in (True, False):

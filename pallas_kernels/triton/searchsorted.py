@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._bisect import INT32_MAX
+from .._index import INT32_MAX
 from .._wrapper import searchsorted_wrapper
 from ..configs import BinarySearchConfig, MergePathConfig
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
