@@ -2,6 +2,7 @@ from typing import Any
 
 ORDER_NAMES: dict[str, int]
 KERNEL_NAMES: dict[str, int]
+MAX_THREADS: int
 
 def handler_capsule() -> Any: ...
 def planned_threads(rows: int, m: int, threads: int, min_parallel: int) -> int: ...

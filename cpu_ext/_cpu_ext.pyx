@@ -36,6 +36,10 @@ cdef enum:
 
 # Room for batch dimensions; vmap adds one per level of nesting.
 cdef enum:
+    # The most threads one call may ask for (the `threads` attribute).
+    MAX_CALL_THREADS = 1024
+
+cdef enum:
     MAX_BATCH_RANK = 32
 
 # Parts per thread in a row: small parts balance the load, so the threads
@@ -46,6 +50,7 @@ cdef enum:
 
 ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
+MAX_THREADS = MAX_CALL_THREADS
 
 cdef extern from "<fenv.h>" nogil:
     ctypedef struct fenv_t:
@@ -379,8 +384,8 @@ cdef const char* search(const XLA_FFI_CallFrame* cf, const int32_t* attrs) noexc
                         <const XLA_FFI_Buffer*>cf.args.args[1],
                         <const XLA_FFI_Buffer*>cf.rets.rets[0]):
         return b"jaxsearch: a and v need one supported key dtype; the output int32 or int64"
-    if threads < 1 or threads > 1024:
-        return b"jaxsearch: threads must be in [1, 1024]"
+    if threads < 1 or threads > MAX_CALL_THREADS:
+        return b"jaxsearch: threads must be in [1, MAX_THREADS]"
     job = <Job*>malloc(sizeof(Job))
     if job == NULL:
         return b"jaxsearch: out of memory"
@@ -773,8 +778,8 @@ cdef const char* cumsum_search(const XLA_FFI_CallFrame* cf, const int32_t* attrs
             and v.dtype == w.dtype
             and (out.dtype == XLA_FFI_DataType_S32 or out.dtype == XLA_FFI_DataType_S64)):
         return b"jaxsearch: w and v need one dtype, float32 or float64; the output int32 or int64"
-    if threads < 1 or threads > 1024:
-        return b"jaxsearch: threads must be in [1, 1024]"
+    if threads < 1 or threads > MAX_CALL_THREADS:
+        return b"jaxsearch: threads must be in [1, MAX_THREADS]"
     if attrs[2] < 1 or attrs[2] > MAX_SEGMENT:
         return b"jaxsearch: segment must be in [1, 4096]"
     job = <CumsumJob*>calloc(1, sizeof(CumsumJob))

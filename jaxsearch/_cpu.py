@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import jax
@@ -35,8 +36,9 @@ if UNAVAILABLE_REASON is not None:
 AVAILABLE = UNAVAILABLE_REASON is None
 KERNELS = ("merge", "runs", "bisect")
 # The FFI handler's limit on the threads of one call: it rejects a call that
-# asks for more (cpu_ext/_cpu_ext.pyx), so a host with more cores uses this many.
-MAX_THREADS = 1024
+# asks for more, so a host with more cores uses this many. Without the
+# extension no CPU kernel runs and nothing limits the threads.
+MAX_THREADS: int = _cpu_ext.MAX_THREADS if _cpu_ext is not None else sys.maxsize
 
 # The Cython kernels' key types (the extension's check_dtypes); the other key
 # dtypes (float16, bfloat16) are converted to float32 first.
