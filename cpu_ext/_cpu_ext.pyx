@@ -34,11 +34,11 @@ cdef enum:
     KERNEL_RUNS = 1
     KERNEL_BISECT = 2
 
-# Room for batch dimensions; vmap adds one per level of nesting.
 cdef enum:
     # The most threads one call may ask for (the `threads` attribute).
     MAX_CALL_THREADS = 1024
 
+# Room for batch dimensions; vmap adds one per level of nesting.
 cdef enum:
     MAX_BATCH_RANK = 32
 

@@ -179,7 +179,7 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     (the running sums of log-normal particle weights spent half their merge
     time so)."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t k, steps, t, first, last, total
+    cdef Py_ssize_t k, steps, t, first, last, total, d
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t end[CHAINS]
@@ -193,8 +193,9 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     last = count_before(a, first, na, v[m - 1], right)
     total = (last - first) + m
     for k in range(CHAINS):
-        i[k] = merge_split(a, first, last, v, m, total * k // CHAINS, right)
-        j[k] = total * k // CHAINS - (i[k] - first)
+        d = total * k // CHAINS  # the chain's first step
+        i[k] = merge_split(a, first, last, v, m, d, right)
+        j[k] = d - (i[k] - first)
         # Out of order (a broken promise), the splits need not increase:
         # keep the chains' needle ranges consecutive, so that every needle
         # is written and none twice.
