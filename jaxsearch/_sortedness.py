@@ -22,6 +22,7 @@ from . import pallas_kernels as _pk
 
 ORDERS = ("any", "sorted", "check")
 _ORDER_OF_PROMISE = {None: "check", True: "sorted", False: "any"}
+_PROMISE_OF_ORDER = {order: promise for promise, order in _ORDER_OF_PROMISE.items()}
 
 
 def check_order_flag(name: str, flag: object) -> None:
@@ -40,8 +41,7 @@ def order_of(name: str, sorted_v: bool | None) -> str:
 
 def promise_of(order: str) -> bool | None:
     """The `sorted_v` that asks for `order` (the inverse of `order_of`)."""
-    promises = {asked: promise for promise, asked in _ORDER_OF_PROMISE.items()}
-    return promises[order]
+    return _PROMISE_OF_ORDER[order]
 
 
 def rows_sorted(v: jax.Array) -> jax.Array:
