@@ -80,9 +80,11 @@ def copy_baseline(nbytes):
 def sorted_inputs(n, m, dtype, seed=0):
     ka, kv = jax.random.split(jax.random.key(seed))
     if jnp.issubdtype(dtype, jnp.integer):
-        draw = lambda k, s: jax.random.randint(k, (s,), 0, 2**30, dtype)
+        def draw(k, s):
+            return jax.random.randint(k, (s,), 0, 2**30, dtype)
     else:
-        draw = lambda k, s: jax.random.normal(k, (s,), dtype)
+        def draw(k, s):
+            return jax.random.normal(k, (s,), dtype)
     return jax.block_until_ready((jnp.sort(draw(ka, n)), jnp.sort(draw(kv, m))))
 
 

@@ -5,6 +5,12 @@ method=None, implementation=None)`` returns exactly what
 ``jnp.searchsorted`` returns. When the needles `v` are sorted too it merges
 two sorted streams instead of binary-searching each needle: Cython kernels
 through the XLA FFI on CPU, Pallas (Triton) kernels on GPU, jnp elsewhere.
+
+The package in layers, each importing only those below it: `tools` (the
+benchmark harness, the autotuner and the command line), `core` (the
+library), `tuning` (the tuning caches and the CPU config), the kernels
+(`pallas_kernels`, the checkout's `pallas_kernels/`, and `_cpu_ext`, built
+from `cpu_ext/`) and, under all of them, the shared facts of `keys`.
 """
 
 import importlib.util as _importlib_util
@@ -12,11 +18,10 @@ import sys as _sys
 from pathlib import Path as _Path
 
 # Run from a clone's root, Python finds the source tree's jaxsearch/ before
-# the installed one; it has neither the compiled extension nor the GPU
-# kernels (the build puts both inside the installed package). Refuse it at
-# once rather than fail half-imported or quietly run jnp instead: one line
-# for `python -m jaxsearch` (argv[0] is "-m" while runpy imports the
-# package), an ImportError for an import.
+# the installed one; it has no compiled extension (the build puts it inside
+# the installed package). Refuse it at once rather than quietly run jnp
+# instead: one line for `python -m jaxsearch` (argv[0] is "-m" while runpy
+# imports the package), an ImportError for an import.
 if (_Path(__file__).parent.parent / "meson.build").exists() and \
         _importlib_util.find_spec(f"{__name__}._cpu_ext") is None:
     _message = (
@@ -27,14 +32,15 @@ if (_Path(__file__).parent.parent / "meson.build").exists() and \
         _sys.exit(_message)
     raise ImportError(_message)
 
-from ._api import IMPLEMENTATIONS, JNP_METHODS, searchsorted
-from ._cumsum import searchsorted_cumsum
-from ._digitize import digitize
-from ._interp import interp
-from ._primitive import export_disabled_checks
-from ._sharded import sharded_searchsorted
+from ._version import __version__
+from .core.api import JNP_METHODS, searchsorted
+from .core.cumsum import searchsorted_cumsum
+from .core.digitize import digitize
+from .core.implementations import IMPLEMENTATIONS
+from .core.interp import interp
+from .core.primitive import export_disabled_checks
+from .core.sharded import sharded_searchsorted
 
-__version__ = "0.1.0"
 __all__ = ["searchsorted", "searchsorted_cumsum", "digitize", "interp", "sharded_searchsorted",
            "export_disabled_checks",
            "IMPLEMENTATIONS", "JNP_METHODS", "__version__"]

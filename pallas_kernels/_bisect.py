@@ -6,19 +6,18 @@ may read anything in bounds), so the same steps run on Triton's masked
 gathers and on Mosaic GPU's per-lane loads.
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._index import INT32_MAX, index_dtype  # noqa: F401 (the kernels call _bisect.index_dtype)
+from jaxsearch.keys import check_x64, index_dtype  # noqa: F401 (the kernels call _bisect.index_dtype)
+
 from ._order import precedes, sort_key
 
 
 def check_extent(extent):
     """Positions past int32 need int64 indices, hence x64 mode."""
-    if extent > INT32_MAX and not jax.config.jax_enable_x64:
-        raise ValueError(f"inputs of {extent} elements need jax_enable_x64 for 64-bit indices")
+    check_x64(extent, f"inputs of {extent} elements")
 
 
 def cdiv_pow2(x, block):

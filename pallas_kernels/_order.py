@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-SIDES = ("left", "right")
+from jaxsearch.keys import KEY_DTYPES
 
 
 def sort_key(x):
@@ -55,26 +55,8 @@ def precedes(a_key, v_key, side):
     return a_key < v_key if side == "left" else a_key <= v_key
 
 
-SUPPORTED_DTYPES = tuple(
-    map(
-        jnp.dtype,
-        (
-            "bool",
-            "int8",
-            "int16",
-            "int32",
-            "int64",
-            "uint8",
-            "uint16",
-            "uint32",
-            "uint64",
-            "float16",
-            "bfloat16",
-            "float32",
-            "float64",
-        ),
-    )
-)
+# The kernels take every key dtype jaxsearch serves.
+SUPPORTED_DTYPES = KEY_DTYPES
 
 
 def check_dtype(dtype):

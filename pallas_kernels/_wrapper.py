@@ -6,14 +6,10 @@ docstring for each kind of kernel."""
 import jax
 import jax.numpy as jnp
 
-from ._index import INT32_MAX
-from ._order import SIDES, check_dtype
-from .configs import (
-    BinarySearchConfig,
-    MergePathConfig,
-    default_binary_search_config,
-    default_merge_path_config,
-)
+from jaxsearch.keys import INT32_MAX, SIDES, X64Required
+
+from ._order import check_dtype
+from .configs import KernelKind
 
 
 def validate(a, v, side, out_dtype):
@@ -29,18 +25,16 @@ def validate(a, v, side, out_dtype):
     if out_dtype not in (jnp.dtype(jnp.int32), jnp.dtype(jnp.int64)):
         raise TypeError(f"out_dtype must be int32 or int64, got {out_dtype}")
     if out_dtype == jnp.int64 and not jax.config.jax_enable_x64:
-        raise TypeError("out_dtype int64 needs jax_enable_x64")
+        raise X64Required("out_dtype int64 needs jax_enable_x64")
     if out_dtype == jnp.int32 and a.shape[0] > INT32_MAX:
         raise ValueError(f"answers up to {a.shape[0]} need out_dtype int64")
     return out_dtype
 
 
-# Per kind: its config class, its default, and what it asks of the needles.
-_KINDS = {
-    "merge_path": (MergePathConfig, default_merge_path_config, "sorted `v`",
-                   "1-D sorted array (NaNs last) of the same dtype, the needles"),
-    "binary_search": (BinarySearchConfig, default_binary_search_config, "any `v`",
-                      "1-D array of the same dtype, the needles, in any order"),
+# What each kind asks of the needles, for its docstring: (in short, in full).
+_NEEDLES_DOC = {
+    True: ("sorted `v`", "1-D sorted array (NaNs last) of the same dtype, the needles"),
+    False: ("any `v`", "1-D array of the same dtype, the needles, in any order"),
 }
 
 _DOC = """`jnp.searchsorted(a, v, side)` for sorted `a` and {needles}, by {kernel}.
@@ -63,13 +57,13 @@ Returns:
 {raises}"""
 
 
-def searchsorted_wrapper(kind, *, kernel, interpreter, config_note="", raises=""):
+def searchsorted_wrapper(kind: KernelKind, *, kernel, interpreter, config_note="", raises=""):
     """Makes a kernel's public wrapper from `search(a, v, *, side, out_dtype,
     config, interpret)`, which sees checked arguments, non-empty inputs and a
     config of the kind's class (the default when the caller gave none).
 
     Args:
-      kind: "merge_path" or "binary_search".
+      kind: the kernel's `KernelKind` (`configs.MERGE_PATH` or `configs.BINARY_SEARCH`).
       kernel: the kernel's name in the docstring ("the Pallas Triton merge-path kernel").
       interpreter: what `interpret=True` runs the kernel in.
       config_note: what this kernel makes of the config, indented for the docstring.
@@ -79,7 +73,8 @@ def searchsorted_wrapper(kind, *, kernel, interpreter, config_note="", raises=""
       A decorator; the wrapper it makes is jitted, with every argument but
       `a` and `v` static.
     """
-    config_cls, default, needles, v_doc = _KINDS[kind]
+    config_cls, default = kind.config_cls, kind.default_config
+    needles, v_doc = _NEEDLES_DOC[kind.sorted_needles]
 
     def decorate(search):
         def wrapper(a, v, *, side, out_dtype, config=None, interpret=False):
@@ -101,7 +96,7 @@ def searchsorted_wrapper(kind, *, kernel, interpreter, config_note="", raises=""
         wrapper.__doc__ = _DOC.format(
             needles=needles, kernel=kernel, v=v_doc, config=config_cls.__name__,
             default=default.__name__, config_note=config_note, interpreter=interpreter,
-            unsorted="`a` or `v`" if kind == "merge_path" else "`a`", raises=raises)
+            unsorted="`a` or `v`" if kind.sorted_needles else "`a`", raises=raises)
         return jax.jit(wrapper, static_argnames=("side", "out_dtype", "config", "interpret"))
 
     return decorate

@@ -1,4 +1,5 @@
-"""Kernel configurations, their heuristic defaults, and the tuning space.
+"""The kernel kinds (`KERNEL_KINDS`), their configurations and heuristic
+defaults, and the tuning space.
 
 Block and tile sizes are powers of two (Triton tensors must be). The
 defaults are guesses from (N, M, dtype) until the autotuner has measured a
@@ -7,6 +8,7 @@ lowering tests check that each of them lowers to Triton.
 """
 
 import dataclasses
+from collections.abc import Callable
 from typing import ClassVar
 
 MERGE_METHODS = ("bisect", "compare")
@@ -40,7 +42,7 @@ class MergePathConfig:
       num_stages: Triton software-pipelining stages.
     """
 
-    kind: ClassVar[str] = "merge_path"
+    kind: ClassVar[str] = "merge_path"  # its `KernelKind`'s name
 
     tile: int = 1024
     method: str = "bisect"
@@ -71,7 +73,7 @@ class BinarySearchConfig:
       num_stages: Triton software-pipelining stages.
     """
 
-    kind: ClassVar[str] = "binary_search"
+    kind: ClassVar[str] = "binary_search"  # its `KernelKind`'s name
 
     block: int = 512
     num_warps: int = 4
@@ -110,6 +112,40 @@ def default_binary_search_config(n, m, dtype):
     del n, dtype  # Each lane's work is log2(n) whatever the block.
     block = _pow2_clip(m / _TARGET_PROGRAMS, 128, 512)
     return BinarySearchConfig(block=block, num_warps=4)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelKind:
+    """One kind of kernel, which every backend writes: its config class, the
+    heuristic default of that config, and what it asks of the needles.
+
+    Attributes:
+      config_cls: the frozen config dataclass; its `kind` is this kind's name.
+      default_config: `default_config(n, m, dtype)`, the heuristic config.
+      sorted_needles: whether it needs sorted needles (the merge path) or
+        takes any (the binary search).
+    """
+
+    config_cls: type
+    default_config: Callable
+    sorted_needles: bool
+
+    @property
+    def name(self) -> str:
+        """"merge_path" or "binary_search": the key of tuning caches and configs."""
+        return self.config_cls.kind
+
+
+MERGE_PATH = KernelKind(MergePathConfig, default_merge_path_config, sorted_needles=True)
+BINARY_SEARCH = KernelKind(BinarySearchConfig, default_binary_search_config,
+                           sorted_needles=False)
+# Every kind, in the order a backend's kernels are listed.
+KERNEL_KINDS = (MERGE_PATH, BINARY_SEARCH)
+
+
+def kernel_kind(name: str) -> KernelKind:
+    """The kind called `name`; KeyError for any other name."""
+    return {k.name: k for k in KERNEL_KINDS}[name]
 
 
 # (tile, num_warps) of the merge path's 'bisect' configs. Left out: those

@@ -34,21 +34,13 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, memref, scf, vector
 
+from .._jax_private import mosaic_interpret_params
 from .._order import bits_dtype, float_key
 
 LANES = 128  # CUDA threads in a warpgroup.
 WARPS_PER_WARPGROUP = 4
 _PROGRAM_AXIS = "program"
 _WARPGROUP_AXIS = "warpgroup"
-
-
-def interpret_params():
-    """What `plgpu.kernel(interpret=...)` takes to run in the GPU interpreter
-    (public from jax 0.12 on; jax 0.10 keeps it private)."""
-    params = getattr(plgpu, "InterpretGPUParams", None)
-    if params is None:
-        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams as params
-    return params()
 
 
 def as_kernel_operand(x):
@@ -252,7 +244,7 @@ def launch(kernel, a, v, *, out_dtype, grid, lanes, threads, interpret, name):
         grid_names=(_PROGRAM_AXIS,),
         num_threads=threads,
         thread_name=_WARPGROUP_AXIS,
-        interpret=interpret_params() if interpret else False,
+        interpret=mosaic_interpret_params() if interpret else False,
         kernel_name=name,
     )(as_kernel_operand(a), as_kernel_operand(v))
     return out[:m]

@@ -11,6 +11,7 @@ import functools
 
 from .. import _bisect
 from .._wrapper import searchsorted_wrapper
+from ..configs import BINARY_SEARCH
 from . import _common as mc
 
 
@@ -28,7 +29,7 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
 
 
 @searchsorted_wrapper(
-    "binary_search", kernel="the Pallas Mosaic GPU binary-search kernel",
+    BINARY_SEARCH, kernel="the Pallas Mosaic GPU binary-search kernel",
     interpreter="Mosaic GPU's interpreter (any backend)",
     config_note="\n    `config.block` must be a multiple of 128, which `num_warps // 4`"
                 "\n    warpgroups share; `num_stages` is not used.")

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from .. import _bisect
 from .._wrapper import searchsorted_wrapper
+from ..configs import MERGE_PATH
 from . import _common as mc
 
 # Needles per warpgroup and block: 4 per thread keeps a 64-bit search's
@@ -68,7 +69,7 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
 
 
 @searchsorted_wrapper(
-    "merge_path", kernel="the Pallas Mosaic GPU merge-path kernel",
+    MERGE_PATH, kernel="the Pallas Mosaic GPU merge-path kernel",
     interpreter="Mosaic GPU's interpreter (any backend)",
     config_note="\n    `config.tile` must be at least 128 and gives `num_warps // 4`"
                 "\n    warpgroups per program; `method`, `chunk` and `num_stages` are"

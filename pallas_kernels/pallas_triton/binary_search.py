@@ -12,6 +12,7 @@ from jax.experimental import pallas as pl
 
 from .. import _bisect
 from .._wrapper import searchsorted_wrapper
+from ..configs import BINARY_SEARCH
 from . import _common
 
 
@@ -29,7 +30,7 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
     _common.resolve_needles(v_ref, o_ref, start, m - start, block=block, resolve=resolve)
 
 
-@searchsorted_wrapper("binary_search", kernel="the Pallas Triton binary-search kernel",
+@searchsorted_wrapper(BINARY_SEARCH, kernel="the Pallas Triton binary-search kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]

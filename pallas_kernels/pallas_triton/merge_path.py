@@ -25,6 +25,7 @@ from jax.experimental.pallas import triton as pltriton
 from .. import _bisect
 from .._order import precedes, sort_key
 from .._wrapper import searchsorted_wrapper
+from ..configs import MERGE_PATH
 from . import _common
 
 
@@ -90,7 +91,7 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
     _bisect.count_loop(_bisect.cdiv_pow2(nv, tile), needle_block, ())
 
 
-@searchsorted_wrapper("merge_path", kernel="the Pallas Triton merge-path kernel",
+@searchsorted_wrapper(MERGE_PATH, kernel="the Pallas Triton merge-path kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import inspect
 
 import jax
@@ -33,9 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._index import INT32_MAX
+from jaxsearch.keys import INT32_MAX
+
+from .._jax_private import compute_capability, gpu_triton
 from .._wrapper import searchsorted_wrapper
-from ..configs import BinarySearchConfig, MergePathConfig
+from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, KernelKind, MergePathConfig
+
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
 _MAX_GRID_Y = 65535
 
@@ -71,11 +73,7 @@ def _probe(interpret):
         )
     # jax-triton raises at import without GPU support in jaxlib, after it has
     # already set TRITON_CACHE_DIR and registered lowerings: look first.
-    try:
-        from jax._src.lib import gpu_triton
-    except ImportError:
-        gpu_triton = None
-    if not hasattr(gpu_triton, "get_compute_capability"):
+    if not hasattr(gpu_triton(), "get_compute_capability"):
         return False, f"jaxlib has no GPU support: {_INSTALL_HINT}"
     try:
         import jax_triton
@@ -119,26 +117,15 @@ def _out_argument(jax_triton, out) -> dict:
 
 
 # What jax assumes of a GPU it cannot see (Hopper: H100, H200).
-_DEFAULT_COMPUTE_CAPABILITY = 90
+_DEFAULT_COMPUTE_CAPABILITY = (9, 0)
 
 
 def target_compute_capability() -> int:
-    """Compute capability (major * 10 + minor) of the GPU being compiled for:
-    the devices of the mesh in force (a compile-only topology's, say), else
-    the local GPU, else 90. jax-triton otherwise asks the driver, which fails
-    where there is no GPU."""
-    from jax._src import mesh as mesh_lib  # the concrete mesh: not public API
-
-    mesh = mesh_lib.get_concrete_mesh()
-    devices = [] if mesh.empty else list(mesh.devices.flat)
-    if not devices and jax.default_backend() == "gpu":
-        devices = jax.devices()
-    for device in devices:
-        capability = getattr(device, "compute_capability", None)
-        if capability:
-            major, _, minor = str(capability).partition(".")
-            return int(major) * 10 + int(minor or 0)
-    return _DEFAULT_COMPUTE_CAPABILITY
+    """Compute capability (major * 10 + minor) of the GPU being compiled for
+    (`compute_capability`), else 90. jax-triton otherwise asks the driver,
+    which fails where there is no GPU."""
+    major, minor = compute_capability() or _DEFAULT_COMPUTE_CAPABILITY
+    return major * 10 + minor
 
 
 @functools.cache
@@ -158,11 +145,23 @@ def triton_available(interpret: bool = False) -> tuple[bool, str]:
     return _probe(interpret)
 
 
+def _load_kernel(kind):
+    """The Triton kernel of `kind`, its module loaded on first use (it
+    imports triton)."""
+    if kind is MERGE_PATH:
+        from .merge_path import merge_path_kernel
+
+        return merge_path_kernel
+    from .binary_search import binary_search_kernel
+
+    return binary_search_kernel
+
+
 @dataclasses.dataclass(frozen=True)
 class _Launch:
     """What one kernel launch needs besides the operands."""
 
-    kind: str  # "merge_path" or "binary_search"
+    kind: KernelKind
     config: MergePathConfig | BinarySearchConfig
     side: str
     out_dtype: np.dtype
@@ -170,8 +169,7 @@ class _Launch:
 
     def kernel(self):
         """The kernel (a triton JITFunction, or the interpreter's)."""
-        module = importlib.import_module(f".{self.kind}", __package__)
-        kernel = getattr(module, f"{self.kind}_kernel")
+        kernel = _load_kernel(self.kind)
         interpreted = type(kernel).__name__ == "InterpretedFunction"
         if self.interpret and not interpreted:
             raise RuntimeError(
@@ -190,7 +188,7 @@ class _Launch:
         """Programs along grid axis 0, and the kernel's constexpr arguments."""
         config = self.config
         left = self.side == "left"
-        if self.kind == "merge_path":
+        if self.kind is MERGE_PATH:
             return -(-(n + m) // config.tile), {
                 "TILE": config.tile,
                 "BISECT": config.method == "bisect",
@@ -212,7 +210,8 @@ def _launch(spec, a2, v2):
     either 1 (shared by every row) or the batch size. Returns (rows, M)."""
     rows = max(a2.shape[0], v2.shape[0])
     if rows > _MAX_GRID_Y:
-        part = lambda x, r: x[r : r + _MAX_GRID_Y] if x.shape[0] > 1 else x
+        def part(x, r):
+            return x[r : r + _MAX_GRID_Y] if x.shape[0] > 1 else x
         return jnp.concatenate(
             [_launch(spec, part(a2, r), part(v2, r)) for r in range(0, rows, _MAX_GRID_Y)]
         )
@@ -236,7 +235,7 @@ def _launch(spec, a2, v2):
         num_warps=spec.config.num_warps,
         num_stages=spec.config.num_stages,
         compute_capability=target_compute_capability(),
-        name=f"jaxsearch_triton_{spec.kind}",
+        name=f"jaxsearch_triton_{spec.kind.name}",
         **_out_argument(jax_triton, out_shape),
         **constexprs,
     )
@@ -310,11 +309,11 @@ _TRITON = dict(
 )
 
 
-@searchsorted_wrapper("merge_path", kernel="the native Triton merge-path kernel", **_TRITON)
+@searchsorted_wrapper(MERGE_PATH, kernel="the native Triton merge-path kernel", **_TRITON)
 def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _search("merge_path", config, a, v, side, out_dtype, interpret)
+    return _search(MERGE_PATH, config, a, v, side, out_dtype, interpret)
 
 
-@searchsorted_wrapper("binary_search", kernel="the native Triton binary-search kernel", **_TRITON)
+@searchsorted_wrapper(BINARY_SEARCH, kernel="the native Triton binary-search kernel", **_TRITON)
 def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _search("binary_search", config, a, v, side, out_dtype, interpret)
+    return _search(BINARY_SEARCH, config, a, v, side, out_dtype, interpret)

@@ -1,0 +1,141 @@
+"""The CPU binding: the Cython kernels of `cpu_ext/` (installed as
+`jaxsearch._cpu_ext`), called through the XLA FFI as a custom call."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..keys import INT32_MAX
+from ..tuning import CpuConfig
+from ..tuning.cpu_config import MAX_THREADS  # noqa: F401 (the CPU path's limit, read here)
+
+TARGET_NAME = "jaxsearch_searchsorted_cpu"
+CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
+
+try:
+    from .. import _cpu_ext
+except ImportError as exc:  # e.g. the source tree, which holds no compiled module
+    _cpu_ext = None
+    UNAVAILABLE_REASON: str | None = f"the compiled extension did not import ({exc})"
+else:
+    UNAVAILABLE_REASON = None
+    try:
+        jax.ffi.register_ffi_target(TARGET_NAME, _cpu_ext.handler_capsule(), platform="cpu")
+        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, _cpu_ext.cumsum_handler_capsule(),
+                                    platform="cpu")
+    except Exception as exc:  # never let registration take JAX down
+        UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
+
+if UNAVAILABLE_REASON is not None:
+    warnings.warn(f"jaxsearch: {UNAVAILABLE_REASON}; on CPU, searchsorted falls back to "
+                  "jnp.searchsorted", RuntimeWarning, stacklevel=2)
+
+AVAILABLE = UNAVAILABLE_REASON is None
+# The kernels for sorted needles, as the tuning's selector names them
+# (`tuning.choose_cpu_kernel`) and the extension numbers them.
+KERNELS = ("merge", "runs", "bisect")
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
+           out_dtype: np.dtype, threads: int, min_parallel: int) -> jax.Array:
+    """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
+
+    Args:
+      a: sorted keys, NaN last, of a key dtype but float16 and bfloat16
+        (`keys.WIDENED_TO_FLOAT32`); shape (..., n).
+      v: needles of a's dtype, shape (..., m). Leading dimensions of `a` and
+        `v` are batch dimensions that broadcast as in numpy.
+      side: "left" or "right".
+      order: "any" (binary search), "sorted" (trust that v is sorted) or
+        "check" (each part of a row checks its needles as it merges them,
+        and binary-searches them when they are out of order).
+      kernel: kernel for sorted needles: "merge", "runs" or "bisect".
+      out_dtype: int32 or int64.
+      threads: at most this many threads (the caller and tasks on XLA's CPU
+        thread pool) work on the call; in [1, MAX_THREADS].
+      min_parallel: the needles are cut into parts of at least this many (a
+        row with fewer is one part), which the threads claim one at a time;
+        `planned_threads` says how many threads that comes to.
+
+    Returns:
+      The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
+    """
+    return _call(TARGET_NAME, a, v, out_dtype,
+                 right=np.int32(side == "right"),
+                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                 kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
+                 threads=np.int32(threads),
+                 min_parallel=_int32_attribute(min_parallel))
+
+
+def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1) -> int:
+    """The threads a `search` of `rows` rows of m needles runs on, with these
+    `threads` and `min_parallel`: the extension's own plan (1 where the
+    extension is unavailable and jnp searches instead)."""
+    if not AVAILABLE:
+        return 1
+    return _cpu_ext.planned_threads(rows, m, threads, _int32_attribute(min_parallel))
+
+
+def threads_for(config: CpuConfig, m: int) -> int:
+    """Threads one call of a row of m needles runs on here under `config`:
+    the kernels' own plan for the threads and min_parallel it passes them."""
+    return planned_threads(m, threads=config.max_threads(available_cores()),
+                           min_parallel=config.min_parallel)
+
+
+def _int32_attribute(x: int) -> np.int32:
+    """A count for an int32 attribute, larger ones clamped (they mean "never")."""
+    return np.int32(min(x, INT32_MAX))
+
+
+def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
+                  threads: int, segment: int) -> jax.Array:
+    """searchsorted of `v` in the running sum of `w`, by the Cython kernel,
+    as an XLA custom call (the running sum is never materialised for sorted
+    needles).
+
+    Args:
+      w: weights, float32 or float64, shape (..., n) with n >= 1.
+      v: needles of w's dtype, shape (..., m) with m >= 1; leading dimensions
+        broadcast against w's as in numpy.
+      side: "left" or "right".
+      order: "any", "sorted" (trust that each row of v is sorted) or "check".
+      out_dtype: int32 or int64.
+      threads: at most this many threads, in [1, MAX_THREADS].
+      segment: weights per segment, at most `cumsum.MAX_SEGMENT`: no running
+        sum runs longer than this from an exactly rounded base, which bounds
+        its rounding error.
+
+    Returns:
+      The insertion indices, shape broadcast(w.shape[:-1], v.shape[:-1]) + (m,).
+    """
+    return _call(CUMSUM_TARGET_NAME, w, v, out_dtype,
+                 right=np.int32(side == "right"),
+                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                 threads=np.int32(threads),
+                 segment=np.int32(segment))
+
+
+def _call(target: str, a: jax.Array, v: jax.Array, out_dtype: np.dtype,
+          **attributes: np.int32) -> jax.Array:
+    """One call of an FFI target of the extension: operands a (..., n) and
+    v (..., m), the int32 output broadcast over their batch dimensions."""
+    if not AVAILABLE:
+        raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
+    out_shape = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1]) + v.shape[-1:]
+    call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out_shape, out_dtype))
+    return call(a, v, **attributes)

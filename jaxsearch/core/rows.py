@@ -1,0 +1,74 @@
+"""The per-device search of needle rows, by platform: the primitive
+`rows_p` that `primitive.search_local` binds, and its lowering rule for each
+platform.
+
+`rows_p.bind(a, v, ...)` takes `a` (*batch, n) and flattened needles `v`
+(*batch, m) of one dtype, whose batch dimensions broadcast, and gives
+(*batch, m) indices, by the implementation `implementation_for` names for
+the platform being lowered for: on cpu the Cython kernels through the XLA
+FFI, on cuda and rocm the GPU kernels (`gpu.choose`), anything else
+`jnp.searchsorted`. Being a primitive rather than a
+`lax.platform_dependent`, it exports for several platforms in one artifact.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import Primitive
+
+from ..keys import WIDENED_TO_FLOAT32
+from . import cpu, gpu, rules
+from .implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
+
+rows_p = Primitive("jaxsearch_searchsorted_rows")
+
+
+def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
+    """The implementation that searches rows of m needles in n keys of
+    `dtype` lowered for `platform`, when the call names none: "cython" on
+    cpu where the extension loaded, on a GPU the implementation
+    `gpu.choose` picks ("xla" when none can run), "xla" (jnp) elsewhere.
+
+    `platform` is a lowering platform ("cpu", "cuda", "rocm", ...), or "gpu"
+    (`jax.default_backend()`'s name for either GPU platform).
+    """
+    if platform == "cpu":
+        return CYTHON if cpu.AVAILABLE else XLA
+    if platform in rules.GPU_PLATFORMS + ("gpu",):
+        return gpu.choose(n, m, dtype) or XLA
+    return XLA
+
+
+def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
+                cpu_threads, cpu_min_parallel):
+    """The rows by `implementation`, else by the one `implementation_for`
+    names for `platform` (None: one without kernels of its own). A GPU
+    implementation off cuda and rocm runs in its interpreter."""
+    implementation = implementation or implementation_for(platform, a.shape[-1], v.shape[-1],
+                                                          a.dtype)
+    if implementation in GPU_IMPLEMENTATIONS:
+        return gpu.search_rows(a, v, side=side, order=order, out_dtype=out_dtype,
+                               implementation=implementation,
+                               interpret=platform not in rules.GPU_PLATFORMS)
+    if implementation != CYTHON:
+        return xla_rows(a, v, side=side, out_dtype=out_dtype)
+    if a.dtype in WIDENED_TO_FLOAT32:
+        a, v = a.astype(jnp.float32), v.astype(jnp.float32)
+    return cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
+                      threads=cpu_threads, min_parallel=cpu_min_parallel)
+
+
+def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype) -> jax.Array:
+    """The rows by `jnp.searchsorted`."""
+    return rules.map_rows(lambda a, v: jnp.searchsorted(a, v, side=side).astype(out_dtype), a, v)
+
+
+rules.define_rules(rows_p, rules.rows_abstract_eval)
+rules.register_lowerings(rows_p, default=functools.partial(search_rows, platform=None),
+                         cpu=functools.partial(search_rows, platform="cpu") if cpu.AVAILABLE
+                         else None,
+                         gpu=functools.partial(search_rows, platform="cuda"))

@@ -1,0 +1,85 @@
+"""What jaxsearch's primitives share: their batching rule, their zero
+derivative, eager calls through jax's dispatch, per-platform lowerings from
+jnp-level functions, and the map over batch rows that their lowerings use.
+
+Every primitive here takes `a` (*batch, n) and `v` (*batch, ...) whose batch
+dimensions broadcast, and gives integer indices.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from . import jax_private
+
+# The platforms the GPU kernels compile for.
+GPU_PLATFORMS = ("cuda", "rocm")
+
+
+def define_rules(primitive: Primitive, abstract_eval: Callable) -> None:
+    """The rules of a jaxsearch primitive whose output is integer indices:
+    its shapes, its batching (batch dimension first, an unbatched operand
+    given a size-1 one: a reshape, never a copy, which the kernels
+    broadcast), eager calls through jax's dispatch (one compilation per
+    shapes and parameters), and a zero derivative (float0 tangents, as jnp's
+    searchsorted has)."""
+    primitive.def_impl(functools.partial(jax_private.apply_primitive, primitive))
+    primitive.def_abstract_eval(abstract_eval)
+    batching.primitive_batchers[primitive] = functools.partial(_batch, primitive)
+    ad.primitive_jvps[primitive] = functools.partial(_zero_jvp, primitive)
+
+
+def rows_abstract_eval(a, v, *, out_dtype, **_):
+    """The output of a search of rows: (*broadcast batch, m) `out_dtype`."""
+    batch = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1])
+    return jax.core.ShapedArray(batch + v.shape[-1:], out_dtype)
+
+
+def _batch(primitive, args, dims, **params):
+    a, v = (jnp.expand_dims(x, 0) if d is None else jnp.moveaxis(x, d, 0)
+            for x, d in zip(args, dims))
+    return primitive.bind(a, v, **params), 0
+
+
+def _zero_jvp(primitive, primals, tangents, **params):
+    out = primitive.bind(*primals, **params)
+    return out, ad.Zero(out.aval.to_tangent_aval())
+
+
+def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable | None,
+                       gpu: Callable) -> None:
+    """Lowers `primitive` by the jnp-level function of each platform: `cpu`
+    on cpu (None: `default` there too, as where the CPU extension is
+    unavailable), `gpu` on cuda and rocm, `default` elsewhere."""
+    mlir.register_lowering(primitive, mlir.lower_fun(default, multiple_results=False))
+    if cpu is not None:
+        mlir.register_lowering(primitive, mlir.lower_fun(cpu, multiple_results=False),
+                               platform="cpu")
+    for platform in GPU_PLATFORMS:
+        mlir.register_lowering(primitive, mlir.lower_fun(gpu, multiple_results=False),
+                               platform=platform)
+
+
+def map_rows(row_fn: Callable, a: jax.Array, v: jax.Array) -> jax.Array:
+    """row_fn(a_row, v_row) over the broadcast batch dimensions, vmapping an
+    operand only where it is batched (so an unbatched `a` is not copied)."""
+    batch = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1])
+    if not batch:
+        return row_fn(a, v)
+    size = math.prod(batch)
+    rows, axes = [], []
+    for x in (a, v):
+        if math.prod(x.shape[:-1]) == 1:
+            rows.append(x.reshape(x.shape[-1:]))
+            axes.append(None)
+        else:
+            rows.append(jnp.broadcast_to(x, batch + x.shape[-1:]).reshape(size, x.shape[-1]))
+            axes.append(0)
+    return jax.vmap(row_fn, in_axes=tuple(axes))(*rows).reshape(batch + v.shape[-1:])

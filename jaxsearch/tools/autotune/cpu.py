@@ -1,0 +1,198 @@
+"""The CPU half of the autotuner (:mod:`jaxsearch.autotune`).
+
+Times the Cython kernels against each other over N/M skews and picks the
+crossover points of the kernel selector (``bisect_ratio``: merge vs. lock-step
+binary search for N >> M; ``runs_ratio``: merge vs. run filling for M >> N),
+then the thread count (at the largest size) and the size from which threads
+pay (``min_parallel``).
+Kernels are compared on one thread: threads split the needles of every kernel
+alike, so the crossovers carry over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ... import tuning
+from ...core import cpu
+from ...core.api import searchsorted
+from ..bench.format import fmt_count, fmt_x, format_table
+from ..bench.peers import Problem, make_inputs
+from ..bench.timing import Progress, measure_all
+from .grid import TuneGrid
+
+# A candidate must beat the incumbent by this much to replace it, so that
+# noise on a shared machine does not flip a setting that has no effect.
+MARGIN = 0.05
+
+
+def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
+                      **kwargs: Any) -> Callable[[], Any]:
+    """``jaxsearch.searchsorted(ja, jv, **kwargs)`` under jit with `config` in force.
+
+    Compiled ahead of time inside :func:`tuning.use_cpu_config`, so that calls
+    made later, interleaved with calls compiled under other configs, still run
+    with it.
+    """
+    with tuning.use_cpu_config(config):
+        compiled = jax.jit(functools.partial(searchsorted, **kwargs)).lower(
+            ja, jv).compile()
+    return lambda: compiled(ja, jv)
+
+
+def _kernel_call(kernel: str, ja: jax.Array, jv: jax.Array) -> Callable[[], Any]:
+    """One Cython kernel on sorted needles, under jit, bypassing the selector."""
+    f = jax.jit(functools.partial(cpu.search, side="left", order="sorted", kernel=kernel,
+                                  out_dtype=np.dtype(np.int32), threads=1,
+                                  min_parallel=tuning.DEFAULT_CPU_CONFIG.min_parallel))
+    return lambda: f(ja, jv)
+
+
+def _final_run_start(wins: Sequence[bool]) -> int:
+    """Index where the trailing run of wins starts (len(wins) when the last lost)."""
+    start = len(wins)
+    while start > 0 and wins[start - 1]:
+        start -= 1
+    return start
+
+
+def crossover(ratios: Sequence[float], base_s: Sequence[float], alt_s: Sequence[float]) -> float:
+    """The ratio above which the alternative kernel wins.
+
+    The alternative must win at every tested ratio from the crossover on; the
+    threshold sits halfway (in log space) between the last loss and the first
+    win. Never winning puts it one step past the largest ratio tried.
+    """
+    first_win = _final_run_start([a < b for a, b in zip(alt_s, base_s)])
+    step = ratios[1] / ratios[0] if len(ratios) > 1 else 2.0
+    if first_win == len(ratios):
+        return float(ratios[-1] * step)
+    below = ratios[first_win - 1] if first_win > 0 else ratios[0] / step
+    return float(math.sqrt(below * ratios[first_win]))
+
+
+def _sweep_skew(alt: str, size: int, dtype: str, ratios: Sequence[int], *, grid: TuneGrid,
+                progress: Progress) -> dict[str, Any]:
+    """Time merge against `alt` ("bisect": N = size, M = size/r; "runs": the
+    mirror) for each skew r; return the times and the crossover."""
+    merge_s, alt_s = [], []
+    for r in ratios:
+        progress.show(f"cpu {dtype} size={fmt_count(size)} merge vs {alt} at 1:{r}")
+        small = max(1, size // r)
+        x = make_inputs(Problem(size, small, dtype) if alt == "bisect" else
+                        Problem(small, size, dtype))
+        timings = measure_all([_kernel_call("merge", x.ja, x.jv), _kernel_call(alt, x.ja, x.jv)],
+                              repeats=grid.repeats, budget_s=grid.budget_s)
+        for t in timings:
+            if t.error is not None:
+                raise t.error
+        merge_s.append(timings[0].timing.median)
+        alt_s.append(timings[1].timing.median)
+        progress.step()
+    return {"ratios": list(ratios), "merge_s": merge_s, f"{alt}_s": alt_s,
+            "threshold": crossover(ratios, merge_s, alt_s)}
+
+
+def _thread_candidates(cores: int) -> list[int]:
+    """0 (all cores), then powers of two below the core count."""
+    return [0] + [t for t in (2**k for k in range(8)) if t < cores]
+
+
+def _sweep_threads(size: int, dtype: str, grid: TuneGrid,
+                   progress: Progress) -> dict[str, float]:
+    """Seconds per balanced call (N = M = size) for each thread count."""
+    progress.show(f"cpu {dtype} size={fmt_count(size)} threads")
+    x = make_inputs(Problem(size, size, dtype))
+    counts = _thread_candidates(cpu.available_cores())
+    calls = [call_under_config(
+        dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, threads=t, min_parallel=1), x.ja, x.jv,
+        sorted_v=True, implementation="cython") for t in counts]
+    # Three times the samples: one noisy size here moves min_parallel for the
+    # whole dtype (it needs threads to win at every larger size).
+    timings = measure_all(calls, repeats=3 * grid.repeats, budget_s=grid.budget_s)
+    progress.step()
+    return {str(t): m.timing.median for t, m in zip(counts, timings)}
+
+
+def _best_threads(times: dict[str, float]) -> int:
+    """The fastest thread count, unless it does not beat "all cores" (0) clearly."""
+    best = min(times, key=times.get)
+    return int(best) if times[best] < (1 - MARGIN) * times["0"] else 0
+
+
+def _min_parallel(sizes: Sequence[int], threads: Sequence[dict[str, float]]) -> int:
+    """Fewest needles from which all cores beat one thread at every larger size.
+
+    Stays at the default when no tested size shows threads paying off (one
+    core, or too small sizes to tell).
+    """
+    if "1" not in threads[0]:  # a single core: nothing to choose
+        return tuning.DEFAULT_CPU_CONFIG.min_parallel
+    first = _final_run_start([t["0"] < (1 - MARGIN) * t["1"] for t in threads])
+    if first == len(threads):
+        return tuning.DEFAULT_CPU_CONFIG.min_parallel
+    return sizes[0] if first == 0 else round(math.sqrt(sizes[first - 1] * sizes[first]))
+
+
+def cpu_steps(grid: TuneGrid) -> int:
+    """Progress steps of :func:`tune_cpu`."""
+    per_size = sum(2 * len(_ratios_for(s, grid.ratios)) + grid.threads for s in grid.sizes)
+    return len(grid.dtypes) * per_size
+
+
+def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
+    return [r for r in ratios if r <= size]
+
+
+def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
+    """One CPU config per dtype class and size, with the times that chose it.
+
+    Without ``grid.threads`` the entries hold the kernel thresholds only, so
+    the thread settings stay at the library's defaults wherever they are used.
+    """
+    entries = []
+    for dtype in grid.dtypes:
+        sizes = sorted(grid.sizes)
+        found = []
+        for size in sizes:
+            ratios = _ratios_for(size, grid.ratios)
+            sweep = functools.partial(_sweep_skew, size=size, dtype=dtype, ratios=ratios,
+                                      grid=grid, progress=progress)
+            found.append({"bisect": sweep("bisect"), "runs": sweep("runs")})
+            if grid.threads:
+                found[-1]["threads_s"] = _sweep_threads(size, dtype, grid, progress)
+        thread_fields = {}
+        if grid.threads:
+            # Threads pay on large inputs; below min_parallel one thread runs anyway.
+            thread_fields = {"threads": _best_threads(found[-1]["threads_s"]),
+                             "min_parallel": _min_parallel(sizes,
+                                                           [f["threads_s"] for f in found])}
+        for size, f in zip(sizes, found):
+            config = {"bisect_ratio": f["bisect"]["threshold"],
+                      "runs_ratio": f["runs"]["threshold"], **thread_fields}
+            entries.append(tuning.CacheEntry(
+                tuning.CPU_KERNEL, tuning.dtype_class(dtype), {"size": size}, config, f))
+    return entries
+
+
+def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
+    """Summary of the chosen CPU configs."""
+    rows = []
+    for e in entries:
+        t = e.times.get("threads_s", {})
+        speedup = t["1"] / t["0"] if "1" in t else None
+        rows.append([e.dtype, fmt_count(e.bucket["size"]),
+                     f"{e.config['bisect_ratio']:.3g}", f"{e.config['runs_ratio']:.3g}",
+                     str(e.config.get("threads", "default")),
+                     fmt_count(e.config["min_parallel"]) if "min_parallel" in e.config
+                     else "default", fmt_x(speedup)])
+    return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
+                         "min_parallel", "all cores vs 1"], rows)
+

@@ -1,0 +1,95 @@
+"""The benchmark commands: the main job (``python -m jaxsearch``) and
+``python -m jaxsearch bench``, their arguments and what they run."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..bench import resampling, searchsorted
+from ..bench.timing import machine_info
+from .args import parse_count, parse_counts, parse_dtypes, parse_ratios
+
+FAMILIES = ("searchsorted", "resampling")
+
+
+def add_main_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The main job's options, on the top-level parser (it runs without a command)."""
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every problem size (default 1: N, M up to 1e7)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed samples per call")
+
+
+def run_main_job(args: argparse.Namespace) -> int:
+    """Print the main job's table; exit status 1 if any result was wrong."""
+    table, results = searchsorted.main_job(scale=args.scale, repeats=args.repeats)
+    meta = machine_info()
+    print(f"jaxsearch {meta['jaxsearch']} on {meta['backend']} ({meta['cpu_model']}, "
+          f"{meta['cores']} cores), jax {meta['jax']}, numpy {meta['numpy']}; "
+          f"medians of up to {args.repeats} calls under jax.jit\n")
+    print(table)
+    wrong = [r for r in results if r.correct is False]
+    if wrong:
+        print(f"\nWRONG RESULTS from: {', '.join(sorted({r.impl for r in wrong}))}")
+    return 1 if wrong else 0
+
+
+def add_bench_parser(sub: Any) -> None:
+    """The ``bench`` command, added to the top-level parser's subparsers `sub`."""
+    b = sub.add_parser("bench", help="the full benchmark: JSON, PNG and a table")
+    b.add_argument("--family", choices=FAMILIES, default="searchsorted",
+                   help="searchsorted (default): the search against its peers; resampling: "
+                        "particle-filter ancestors, searchsorted_cumsum against a numba "
+                        "callback, jnp and numpy")
+    b.add_argument("--quick", action="store_true",
+                   help="a small grid (sizes 1e3..1e6, float32/int32; resampling: 1e4, 1e5 "
+                        "and 16x1e3 under vmap): a minute or two")
+    b.add_argument("--output", type=Path, default=Path("."),
+                   help="folder for bench_<device>.json and .png (default: .)")
+    b.add_argument("--sizes", type=parse_counts, help="N = M sizes, e.g. 1e3,1e5,1e7")
+    b.add_argument("--dtypes", type=parse_dtypes, help="e.g. float32,int32,float64,int64")
+    b.add_argument("--skew-size", type=parse_count, help="max(N, M) of the skewed problems")
+    b.add_argument("--skew-ratios", type=parse_ratios,
+                   help="N/M of the skewed problems (default 1e-4,1e-3,...,1e4)")
+    b.add_argument("--repeats", type=int, dest="bench_repeats", help="timed samples per call")
+    b.add_argument("--max-call-s", type=float,
+                   help="skip peers estimated to take longer than this per call")
+    b.add_argument("--replot", type=Path, metavar="JSON",
+                   help="measure nothing: print the table and write the PNG of a saved run")
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Run the family's benchmark, or with --replot report a saved run of it;
+    print the table and the files written."""
+    if args.replot:
+        data = json.loads(args.replot.read_text())
+        saved = data["meta"].get("family", args.family)
+        if saved != args.family:
+            print(f"{args.replot} holds a {saved} run: replot it with --family {saved}",
+                  file=sys.stderr)
+            return 2
+        if args.family == "resampling":
+            table, paths = resampling.table(resampling.results_from_json(data)), {}
+        else:
+            table, paths = searchsorted.replot(
+                data, args.output / args.replot.with_suffix(".png").name)
+    elif args.family == "resampling":
+        table, path = resampling.bench(
+            quick=args.quick, output=args.output, repeats=args.bench_repeats or 5,
+            max_call_s=args.max_call_s or 5.0)
+        paths = {"json": path}
+    else:
+        grid = searchsorted.QUICK_GRID if args.quick else searchsorted.FULL_GRID
+        overrides = {"sizes": args.sizes, "dtypes": args.dtypes, "skew_size": args.skew_size,
+                     "skew_ratios": args.skew_ratios, "repeats": args.bench_repeats,
+                     "max_call_s": args.max_call_s}
+        grid = dataclasses.replace(grid, **{k: v for k, v in overrides.items() if v is not None})
+        table, paths = searchsorted.bench(grid, args.output)
+    print(table)
+    for what, path in paths.items():
+        print(f"wrote {what}: {path}")
+    return 0

@@ -1,0 +1,150 @@
+"""The ``info`` command (``python -m jaxsearch info``): platform,
+implementations, the tuning caches in use, and the config that would be
+chosen for a search of a given size."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from ... import tuning
+from ...core import api, cpu, gpu
+from ...core.implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
+from ...pallas_kernels import KERNEL_KINDS
+from ..bench.format import fmt_count, format_table
+from ..bench.timing import machine_info
+from .args import parse_count, parse_dtypes
+
+
+def add_info_parser(sub: Any) -> None:
+    """The ``info`` command, added to the top-level parser's subparsers `sub`."""
+    i = sub.add_parser("info", help="platform, implementations, tuning cache, chosen config")
+    i.add_argument("--n", type=parse_count, default=10**7, help="len(a) (default 1e7)")
+    i.add_argument("--m", type=parse_count, default=10**7, help="len(v) (default 1e7)")
+    i.add_argument("--dtype", type=parse_dtypes, default=("float32",), help="key dtype")
+
+
+def _implementations() -> list[tuple[str, str]]:
+    """Each implementation with whether it can run here, and why not."""
+    on_cpu = jax.default_backend() == "cpu"
+    rows = [(CYTHON, "available" if cpu.AVAILABLE
+             else f"unavailable: {cpu.UNAVAILABLE_REASON}")]
+    for name in GPU_IMPLEMENTATIONS:
+        ok, reason = gpu.status(name, interpret=on_cpu)
+        state = "available" if ok else f"unavailable: {reason}"
+        if ok and on_cpu:
+            state += " (interpret mode on this CPU backend: for tests)"
+        if on_cpu:  # and compiled for a GPU (lowering for one, or a GPU added)
+            ok, reason = gpu.status(name)
+            state += f"; compiled for a GPU: {'works' if ok else f'unavailable: {reason}'}"
+        rows.append((name, state))
+    return rows + [(XLA, "available (jnp.searchsorted)")]
+
+
+def _describe_cache(path: Path) -> str:
+    if not path.exists():
+        return "not present"
+    entries = tuning.load_entries(path)
+    meta = tuning.read_meta(path)
+    host = ", ".join(str(meta[k]) for k in ("cpu_model", "device_kind", "date") if k in meta)
+    return f"{len(entries)} entries" + (f"; measured on {host}" if host else "")
+
+
+def readable(value: Any) -> str:
+    """A config value as a person reads it: floats to 3 significant digits."""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+# What each CpuConfig field does, from its value and the config (for `info`).
+_CPU_FIELD_MEANINGS: dict[str, Callable[[Any, tuning.CpuConfig], str]] = {
+    "bisect_ratio": lambda x, c: f"lock-step binary search (bisect) of sorted needles when "
+                                 f"N/M > {readable(x)}",
+    "runs_ratio": lambda x, c: f"fill runs of needles per key (runs) when M/N > {readable(x)}; "
+                               "merge in between",
+    # What 0 comes to here: the most threads a call may run on.
+    "threads": lambda x, c: (f"at most {x} threads per call" if x else "all available cores "
+                             f"({c.max_threads(cpu.available_cores())} here)"),
+    "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
+}
+
+
+def describe_cpu_config(config: tuning.CpuConfig) -> str:
+    """Each field of `config` on its own line: name, rounded value, meaning."""
+    rows = [[f.name, readable(getattr(config, f.name)),
+             _CPU_FIELD_MEANINGS.get(f.name, lambda x, c: "")(getattr(config, f.name), config)]
+            for f in dataclasses.fields(config)]
+    return format_table(["field", "value", "meaning"], rows, align="lll")
+
+
+def info_report(n: int, m: int, dtype: str) -> str:
+    """What ``python -m jaxsearch info`` prints."""
+    meta = machine_info()
+    kind = tuning.device_kind()
+    lines = [
+        f"jaxsearch {meta['jaxsearch']}: jax {meta['jax']}, jaxlib {meta['jaxlib']}, "
+        f"numpy {meta['numpy']}, Python {meta['python']}",
+        f"platform:        {meta['backend']} (device kind {meta['device_kind']!r}, "
+        f"cache key {kind!r})",
+        f"host:            {meta['cpu_model']}, {meta['cores']} cores available",
+        "implementations:",
+        *(f"  {name:<8} {state}" for name, state in _implementations()),
+        f"default here:    {api.default_implementation(n, m, dtype)} (for the search below)",
+        "",
+    ]
+    kinds = ["cpu"] + ([kind] if kind != "cpu" else [])
+    for k in kinds:
+        lines.append(f"tuning caches for {k!r}, in lookup order "
+                     f"(user dir from ${tuning.TUNING_DIR_ENV} or the user cache dir):")
+        for label, path in zip(("user", "shipped"), tuning.cache_files(k)):
+            lines.append(f"  {label:<8} {path}  [{_describe_cache(path)}]")
+    config, source = tuning.resolve_cpu_config(n, m, dtype)
+    label = f"N={fmt_count(n)}, M={fmt_count(m)}, {dtype}"
+    lines += [
+        "",
+        f"for {label}:",
+        f"  CPU config:    from {source}",
+        textwrap.indent(describe_cpu_config(config), " " * 4),
+        f"  CPU kernel:    {tuning.choose_cpu_kernel(n, m, config)} for sorted needles "
+        "(sorted_v=True; sorted_v=None runs it checking the order as it goes, and "
+        "binary-searches a part of the needles found out of order); binary search otherwise",
+        f"  CPU threads:   {cpu.threads_for(config, m)} for one call of "
+        f"M={fmt_count(m)} needles (see threads and min_parallel)",
+    ]
+    if kind != "cpu":
+        lines += _gpu_lines(n, m, dtype, kind)
+    return "\n".join(lines)
+
+
+def _gpu_lines(n: int, m: int, dtype: str, kind: str) -> list[str]:
+    """The GPU's part of `info`: the implementation that runs and where that
+    choice came from, and the tiles of its kernels (tuned for it, or the
+    kernels' heuristics)."""
+    bucket = {"n": n, "m": m}
+    runs = api.default_implementation(n, m, dtype)
+    tuned = tuning.lookup(tuning.IMPLEMENTATION_KERNEL, dtype, bucket, kind)
+    lines = [f"  GPU implementation: {runs} (" + (
+        f"tuned: {tuned.config.get('name')}, from {tuned.source}" if tuned
+        else "no tuned choice: the first of " + ", ".join(GPU_IMPLEMENTATIONS) + " that runs")
+        + ")"]
+    if runs not in GPU_IMPLEMENTATIONS:
+        return lines
+    for kernel in KERNEL_KINDS:
+        entry = tuning.lookup(tuning.gpu_kernel_key(runs, kernel.name), dtype, bucket, kind)
+        lines.append(f"  GPU {kernel.name}: " + (
+            ", ".join(f"{k}={readable(v)}" for k, v in entry.config.items())
+            + f"\n                 from {entry.source}" if entry
+            else "the kernel's heuristic default (no tuned entry)"))
+    return lines
+
+
+def run_info(args: argparse.Namespace) -> int:
+    print(info_report(args.n, args.m, args.dtype[0]))
+    return 0
+
+

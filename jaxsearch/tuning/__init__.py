@@ -1,0 +1,49 @@
+"""Tuning: the kernels' thresholds and tile sizes, from the tuning caches
+(`cache`) and the CPU config (`cpu_config`). The library reads them; this
+layer imports neither the library nor the tools (the autotuner, which
+measures them, is a tool).
+"""
+
+from .cache import (
+    CACHE_VERSION,
+    CPU_KERNEL,
+    IMPLEMENTATION_KERNEL,
+    OP,
+    SHIPPED_DIR,
+    TUNING_DIR_ENV,
+    CacheEntry,
+    cache_file,
+    cache_files,
+    choose_cpu_kernel,
+    cpu_config,
+    device_kind,
+    dtype_class,
+    gpu_config,
+    gpu_kernel_key,
+    load_entries,
+    lookup,
+    normalize_device_kind,
+    read_meta,
+    resolve_cpu_config,
+    tuned_gpu_config,
+    tuned_gpu_implementation,
+    user_cache_dir,
+    write_cache,
+)
+from .cpu_config import (
+    DEFAULT_CPU_CONFIG,
+    MAX_THREADS,
+    CpuConfig,
+    cpu_config_from,
+    cpu_config_override,
+    use_cpu_config,
+)
+
+__all__ = [
+    "CACHE_VERSION", "CPU_KERNEL", "DEFAULT_CPU_CONFIG", "IMPLEMENTATION_KERNEL", "MAX_THREADS",
+    "OP", "SHIPPED_DIR", "TUNING_DIR_ENV", "CacheEntry", "CpuConfig", "cache_file",
+    "cache_files", "choose_cpu_kernel", "cpu_config", "cpu_config_from", "cpu_config_override",
+    "device_kind", "dtype_class", "gpu_config", "gpu_kernel_key", "load_entries", "lookup",
+    "normalize_device_kind", "read_meta", "resolve_cpu_config", "tuned_gpu_config",
+    "tuned_gpu_implementation", "use_cpu_config", "user_cache_dir", "write_cache",
+]

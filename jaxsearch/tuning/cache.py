@@ -1,0 +1,379 @@
+"""Kernel-selection thresholds and tile sizes: every tunable in one place.
+
+The autotuner (``python -m jaxsearch.autotune``) measures these for a machine
+and writes them to a JSON cache. A lookup takes the first of:
+
+1. an explicit config (the ``config`` argument, or :func:`use_cpu_config`);
+2. the user cache: ``$JAXSEARCH_TUNING_DIR/<device_kind>/searchsorted.json``,
+   by default under the user cache directory (``$XDG_CACHE_HOME/jaxsearch``
+   or ``~/.cache/jaxsearch``);
+3. the cache shipped with the package:
+   ``jaxsearch/data/autotuning/<device_kind>/searchsorted.json``;
+4. the heuristic defaults (``DEFAULT_CPU_CONFIG``; for the GPU kernels, their
+   own ``default_*_config`` functions, signalled by :func:`gpu_config` or
+   :func:`tuned_gpu_config` returning None).
+
+An entry that is malformed or out of range (a CPU config that
+:class:`CpuConfig` rejects) warns once, naming the file and the entry, and
+is skipped; the file's other entries still count.
+
+Within a cache, entries are keyed by kernel ("cpu" for a :class:`CpuConfig`,
+else a GPU config's ``kind``), dtype class (:func:`dtype_class`) and size
+bucket: ``{"size": max(N, M)}`` for the CPU, ``{"n": N, "m": M}`` for the GPU.
+A source answers only for a dtype class it has entries for; among those the
+nearest bucket (in log2 space) wins, so an exact bucket is never required.
+
+The device kind is ``jax.devices()[0].device_kind`` lower-cased, with every run
+of other characters turned into "_" ("NVIDIA H200" -> "nvidia_h200"). Every
+CPU is "cpu": the CPU thresholds are ratios that carry over between x86 hosts,
+and a thread count of 0 means "all cores", so one CPU cache serves any host.
+The host that measured it is recorded in the file's ``meta``.
+
+Cache file format (version 1)::
+
+    {"version": 1, "op": "searchsorted", "device_kind": "cpu",
+     "meta": {...where and how it was measured...},
+     "entries": [{"kernel": "cpu", "dtype": "float32", "bucket": {"size": 1000000},
+                  "config": {...the winner's fields...},
+                  "times": {...the measurements that chose it...}}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .cpu_config import DEFAULT_CPU_CONFIG, CpuConfig, cpu_config_from, cpu_config_override
+
+OP = "searchsorted"
+CACHE_VERSION = 1
+CPU_KERNEL = "cpu"  # the kernel key of CpuConfig entries
+# The kernel key of the entries that name the fastest GPU implementation.
+IMPLEMENTATION_KERNEL = "implementation"
+TUNING_DIR_ENV = "JAXSEARCH_TUNING_DIR"
+SHIPPED_DIR = Path(__file__).parent.parent / "data" / "autotuning"
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """One tuned result: the winning config for a kernel, dtype class and bucket."""
+
+    kernel: str
+    dtype: str
+    bucket: Mapping[str, int]
+    config: Mapping[str, Any]
+    times: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    source: str = ""  # the file it came from; empty until written
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as stored in a cache file."""
+        return {"kernel": self.kernel, "dtype": self.dtype, "bucket": dict(self.bucket),
+                "config": dict(self.config), "times": dict(self.times)}
+
+
+# ---------------------------------------------------------------- keys
+
+
+def normalize_device_kind(kind: str) -> str:
+    """Device kind as a file-name-safe key: "NVIDIA H200" -> "nvidia_h200"."""
+    return re.sub(r"[^a-z0-9]+", "_", kind.lower()).strip("_") or "unknown"
+
+
+def device_kind(platform: str | None = None) -> str:
+    """Normalised device kind of the first device of `platform` (default backend)."""
+    return normalize_device_kind(jax.devices(platform)[0].device_kind)
+
+
+def dtype_class(dtype: Any) -> str:
+    """The dtype class a tuned entry is keyed by: float32/float64/int32/int64.
+
+    Narrow floats (float16, bfloat16) run as float32 and narrow integers and
+    bool in 32-bit registers, so they share the 32-bit class.
+    """
+    dt = np.dtype(dtype)
+    wide = dt.itemsize > 4
+    if jnp.issubdtype(dt, jnp.floating):
+        return "float64" if wide else "float32"
+    return "int64" if wide else "int32"
+
+
+def _bucket_distance(query: Mapping[str, int], bucket: Mapping[str, int]) -> float:
+    """Squared distance in log2 space over the dimensions both name."""
+    return sum((math.log2(max(query[k], 1)) - math.log2(max(bucket[k], 1))) ** 2
+               for k in query.keys() & bucket.keys())
+
+
+# ---------------------------------------------------------------- files
+
+
+def user_cache_dir() -> Path:
+    """Root of the user cache: $JAXSEARCH_TUNING_DIR, else the user cache dir."""
+    if os.environ.get(TUNING_DIR_ENV):
+        return Path(os.environ[TUNING_DIR_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.environ.get("LOCALAPPDATA")
+    return (Path(base) if base else Path.home() / ".cache") / "jaxsearch"
+
+
+def cache_file(root: Path | str, kind: str) -> Path:
+    """Where a cache for device kind `kind` lives under `root`."""
+    return Path(root) / kind / f"{OP}.json"
+
+
+def cache_files(kind: str) -> list[Path]:
+    """The cache files searched for `kind`, in lookup order (user, shipped)."""
+    return [cache_file(user_cache_dir(), kind), cache_file(SHIPPED_DIR, kind)]
+
+
+_loaded: dict[Path, tuple[int, list[CacheEntry]]] = {}
+_loading = threading.Lock()  # one read, and one set of warnings, per file change
+
+
+def load_entries(path: Path) -> list[CacheEntry]:
+    """The valid entries of one cache file; [] when missing or unreadable.
+
+    Files are re-read only when their modification time changes. A bad cache
+    must never break a search: a malformed file warns and is ignored, a
+    malformed or out-of-range entry warns and is skipped.
+    """
+    mtime = _mtime(path)
+    if mtime is None:
+        return []
+    with _loading:
+        if path not in _loaded or _loaded[path][0] != mtime:
+            _loaded[path] = (mtime, _read_entries(path))
+        return _loaded[path][1]
+
+
+def _mtime(path: Path) -> int | None:
+    """A file's modification time in ns; None when it is missing."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _read_entries(path: Path) -> list[CacheEntry]:
+    """The entries of a cache file, warning about each one skipped (or the file)."""
+    try:
+        data = json.loads(path.read_text())
+        if data.get("version") != CACHE_VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {CACHE_VERSION}")
+        if not isinstance(data["entries"], list):
+            raise TypeError(f"entries must be a list, got {data['entries']!r}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        warnings.warn(f"jaxsearch: ignoring tuning cache {path}: {exc}", RuntimeWarning,
+                      stacklevel=3)
+        return []
+    entries = []
+    for e in data["entries"]:
+        try:
+            entries.append(_entry_from_json(e, str(path)))
+        except (ValueError, KeyError, TypeError) as exc:
+            warnings.warn(f"jaxsearch: ignoring entry ({_entry_key(e)}) of tuning cache "
+                          f"{path}: {_field_error(exc)}", RuntimeWarning, stacklevel=3)
+    return entries
+
+
+def _entry_key(e: object) -> str:
+    """An entry's key as far as it has one: kernel, dtype and bucket."""
+    if not isinstance(e, dict):
+        return repr(e)
+    return ", ".join(f"{k}={e[k]!r}" for k in ("kernel", "dtype", "bucket") if k in e)
+
+
+def _field_error(exc: Exception) -> str:
+    """What is wrong, as readable for a missing key as for a bad value."""
+    return f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) else str(exc)
+
+
+def _entry_from_json(e: Any, source: str) -> CacheEntry:
+    """A cache entry from its JSON form, checked enough that lookups cannot
+    fail; a CPU entry's config must make a valid :class:`CpuConfig`.
+
+    Raises:
+      KeyError: a field is missing.
+      TypeError, ValueError: a field is of the wrong type or out of range.
+    """
+    if not isinstance(e, dict):
+        raise TypeError(f"an entry must be an object, got {e!r}")
+    entry = CacheEntry(kernel=e["kernel"], dtype=e["dtype"], bucket=e["bucket"],
+                       config=e["config"], times=e.get("times", {}), source=source)
+    for name in ("kernel", "dtype"):
+        if not isinstance(getattr(entry, name), str):
+            raise TypeError(f"{name} must be a string, got {getattr(entry, name)!r}")
+    for name in ("bucket", "config", "times"):
+        if not isinstance(getattr(entry, name), dict):
+            raise TypeError(f"{name} must be an object, got {getattr(entry, name)!r}")
+    for dim, size in entry.bucket.items():
+        if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+            raise ValueError(f"bucket {dim} must be a positive number, got {size!r}")
+    if entry.kernel == CPU_KERNEL:
+        cpu_config_from(entry.config)
+    return entry
+
+
+def write_cache(root: Path | str, kind: str, entries: Sequence[CacheEntry],
+                meta: Mapping[str, Any]) -> Path:
+    """Write `entries` into the cache for `kind` under `root` and return its path.
+
+    Entries already in the file survive unless a new one has the same kernel,
+    dtype class and bucket, so sweeps of different grids add up.
+    """
+    path = cache_file(root, kind)
+
+    def key(e: CacheEntry) -> tuple:
+        return e.kernel, e.dtype, tuple(sorted(e.bucket.items()))
+
+    merged = {key(e): e for e in load_entries(path)}
+    merged.update((key(e), e) for e in entries)
+    data = {"version": CACHE_VERSION, "op": OP, "device_kind": kind, "meta": dict(meta),
+            "entries": [merged[k].to_json() for k in sorted(merged)]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)  # atomic: a concurrent reader never sees half a file
+    return path
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """The ``meta`` block of a cache file ({} when missing or unreadable)."""
+    try:
+        return dict(json.loads(path.read_text()).get("meta", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def lookup(kernel: str, dtype: Any, bucket: Mapping[str, int] | None,
+           kind: str) -> CacheEntry | None:
+    """The cached entry for `kernel` and `dtype` nearest to `bucket`, or None.
+
+    Sources are searched in lookup order; the first with any entry for this
+    kernel and dtype class answers. `bucket` None takes the largest bucket.
+    """
+    cls = dtype_class(dtype)
+    for path in cache_files(kind):
+        candidates = [e for e in load_entries(path) if e.kernel == kernel and e.dtype == cls]
+        if not candidates:
+            continue
+        if bucket is None:
+            return max(candidates, key=lambda e: sorted(e.bucket.values(), reverse=True))
+        return min(candidates, key=lambda e: _bucket_distance(bucket, e.bucket))
+    return None
+
+
+# ---------------------------------------------------------------- CPU
+
+
+def resolve_cpu_config(n: int | None = None, m: int | None = None,
+                       dtype: Any = np.float32, *,
+                       override: CpuConfig | None = None) -> tuple[CpuConfig, str]:
+    """The CPU config for a search of m needles in n keys, and where it came from.
+
+    Returns:
+      (config, source): source is "use_cpu_config", a cache file path, or
+      "defaults".
+    """
+    override = override or cpu_config_override()
+    if override is not None:
+        return override, "use_cpu_config"
+    sizes = [x for x in (n, m) if x is not None]
+    entry = lookup(CPU_KERNEL, dtype, {"size": max(sizes)} if sizes else None, "cpu")
+    if entry is None:
+        return DEFAULT_CPU_CONFIG, "defaults"
+    return cpu_config_from(entry.config), entry.source
+
+
+def cpu_config(n: int | None = None, m: int | None = None,
+               dtype: Any = np.float32) -> CpuConfig:
+    """The CPU configuration in force for this machine (and, if given, this size).
+
+    Without sizes, the cache's largest size bucket answers (the regime where
+    thread settings matter).
+    """
+    return resolve_cpu_config(n, m, dtype)[0]
+
+
+def choose_cpu_kernel(n: int, m: int, config: CpuConfig | None = None, *,
+                      dtype: Any = np.float32) -> str:
+    """The CPU kernel for sorted needles: "merge", "runs" or "bisect"."""
+    c = config or cpu_config(n, m, dtype)
+    if n > c.bisect_ratio * max(m, 1):
+        return "bisect"
+    if m > c.runs_ratio * max(n, 1):
+        return "runs"
+    return "merge"
+
+
+# ---------------------------------------------------------------- GPU
+
+
+def gpu_config(kernel: str, n: int, m: int, dtype: Any) -> dict[str, Any] | None:
+    """The tuned fields of a GPU kernel's config for this device, or None.
+
+    Args:
+      kernel: the config's ``kind``: "merge_path" or "binary_search".
+      n, m: len(a) and the number of needles.
+      dtype: the key dtype.
+
+    Returns:
+      The winning config's fields (``MergePathConfig(**fields)``), or None when
+      no cache covers this device, kernel and dtype class, in which case the
+      kernel's own heuristic default applies.
+    """
+    try:
+        device = jax.devices()[0]
+    except RuntimeError:
+        return None
+    if device.platform == "cpu":
+        return None
+    entry = lookup(kernel, dtype, {"n": n, "m": m}, normalize_device_kind(device.device_kind))
+    return None if entry is None else dict(entry.config)
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def tuned_gpu_implementation(n: int, m: int, dtype: Any) -> str | None:
+    """The GPU implementation the cache found fastest for this search on
+    this device, or None."""
+    tuned = gpu_config(IMPLEMENTATION_KERNEL, n, m, dtype)
+    return tuned.get("name") if tuned else None
+
+
+def gpu_kernel_key(implementation: str, kind: str) -> str:
+    """The cache's name of one implementation's kernel: the config's kind for
+    Pallas (as caches have always named it), "<implementation>/<kind>" else."""
+    return kind if implementation == "pallas" else f"{implementation}/{kind}"
+
+
+def tuned_gpu_config(config_cls: type[ConfigT], n: int, m: int, dtype: Any,
+                     implementation: str = "pallas") -> ConfigT | None:
+    """A GPU kernel's config from the cache, or None for the kernel's heuristic.
+
+    `config_cls` is the kernel's frozen config dataclass (its ``kind`` names
+    the kernel), `implementation` the GPU implementation it runs in. Fields
+    the class no longer has are dropped; a cached config the class rejects
+    warns and gives None, so a stale cache never breaks a search.
+    """
+    fields = gpu_config(gpu_kernel_key(implementation, config_cls.kind), n, m, dtype)
+    if fields is None:
+        return None
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    try:
+        return config_cls(**{k: v for k, v in fields.items() if k in known})
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"jaxsearch: ignoring cached {config_cls.kind} config {fields}: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        return None

@@ -1,0 +1,122 @@
+"""How the CPU path picks and runs its kernels: :class:`CpuConfig`, and
+the override of the tuned one (:func:`use_cpu_config`). `tuning.cache`
+finds the config in force."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import math
+import numbers
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+try:
+    # The FFI handler's limit on the threads of one call: it rejects a call
+    # that asks for more, so a host with more cores uses this many.
+    from .._cpu_ext import MAX_THREADS
+except ImportError:  # No extension: no CPU kernel runs, nothing limits the threads.
+    MAX_THREADS = sys.maxsize
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuConfig:
+    """How the CPU path picks and runs its kernels.
+
+    Hashable, so that a search passes it to jit as a static argument: jit
+    caches one compilation per config.
+
+    Attributes:
+      bisect_ratio: use lock-step binary search when n / m exceeds this;
+        finite and > 0.
+      runs_ratio: fill runs of needles per a-element when m / n exceeds this;
+        finite and > 0.
+      threads: at most this many threads for one call, in [0, MAX_THREADS]
+        (the FFI handler's limit, ``MAX_THREADS``); 0 means all cores
+        available, up to MAX_THREADS.
+      min_parallel: the fewest needles a thread takes on, >= 1: a row of
+        fewer runs on one thread (a vmapped batch of such rows still spreads
+        its rows over the threads).
+
+    Raises:
+      TypeError: a field of the wrong type (a bool is no number here).
+      ValueError: a field out of range.
+    """
+
+    bisect_ratio: float = 64.0
+    runs_ratio: float = 8.0
+    threads: int = 0
+    min_parallel: int = 1 << 16
+
+    def __post_init__(self) -> None:
+        # Checked here, so that neither an explicit config nor a cached one
+        # reaches the kernels out of range.
+        for name, kind, what in (("bisect_ratio", numbers.Real, "a number"),
+                                 ("runs_ratio", numbers.Real, "a number"),
+                                 ("threads", numbers.Integral, "an integer"),
+                                 ("min_parallel", numbers.Integral, "an integer")):
+            x = getattr(self, name)
+            if not isinstance(x, kind) or isinstance(x, (bool, np.bool_)):
+                raise TypeError(f"{name} must be {what}, got {x!r}")
+        for name in ("bisect_ratio", "runs_ratio"):
+            if not 0 < getattr(self, name) < math.inf:  # NaN too
+                raise ValueError(f"{name} must be finite and > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.threads <= MAX_THREADS:
+            raise ValueError(f"threads must be in [0, {MAX_THREADS}], got {self.threads!r}")
+        if self.min_parallel < 1:
+            raise ValueError(f"min_parallel must be >= 1, got {self.min_parallel!r}")
+
+    def max_threads(self, cores: int) -> int:
+        """The thread count a call passes to the kernels on a host with
+        `cores` free: `threads`, or all cores for 0, up to MAX_THREADS."""
+        return min(self.threads or max(cores, 1), MAX_THREADS)
+
+
+DEFAULT_CPU_CONFIG = CpuConfig()
+_CPU_FIELDS = tuple(f.name for f in dataclasses.fields(CpuConfig))
+
+
+def cpu_config_from(fields: Mapping[str, Any]) -> CpuConfig:
+    """A CpuConfig from a cached config's fields: fields it lacks keep their
+    defaults (a cache tuned without threads holds only the ratios), fields
+    it does not know (from a newer jaxsearch) are dropped."""
+    return dataclasses.replace(DEFAULT_CPU_CONFIG,
+                               **{k: v for k, v in fields.items() if k in _CPU_FIELDS})
+
+
+_cpu_override: contextvars.ContextVar[CpuConfig | None] = contextvars.ContextVar(
+    "jaxsearch_cpu_config", default=None)
+
+
+@contextlib.contextmanager
+def use_cpu_config(config: CpuConfig) -> Iterator[CpuConfig]:
+    """Make `config` the CPU config in force inside the block, in this thread
+    (or asyncio task) only: other threads keep theirs.
+
+    :func:`jaxsearch.searchsorted` reads this override on every call and
+    hands it to its inner jit as a static argument, so jit compiles once per
+    config and no cache needs clearing. Under your own ``jax.jit``, though, the
+    config is read when your function is traced, and jax caches that trace
+    per function (even across ``jax.jit`` wrappers of the same function): a
+    function traced outside the block keeps its config inside it, and vice
+    versa. To pin a config, trace a function of its own inside the block,
+    e.g. ``jax.jit(functools.partial(f)).lower(*args).compile()``.
+    Benchmarks and tests use this to compare thread counts and thresholds.
+    """
+    if not isinstance(config, CpuConfig):
+        raise TypeError(f"config must be a CpuConfig, got {type(config).__name__}")
+    token = _cpu_override.set(config)
+    try:
+        yield config
+    finally:
+        _cpu_override.reset(token)
+
+
+def cpu_config_override() -> CpuConfig | None:
+    """The config of the innermost :func:`use_cpu_config` block of this
+    thread, or None (the tuning cache answers)."""
+    return _cpu_override.get()
