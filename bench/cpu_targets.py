@@ -18,7 +18,7 @@
 6. No allocation besides the output, no copy of `a` or `v` (an unbatched `a`
    under vmap included): checked on the compiled program.
 
-Timings are medians, interleaved side by side (see ``jaxsearch._bench_timing``);
+Timings are medians, interleaved side by side (see ``jaxsearch.tools.bench.timing``);
 ratios, not absolute times, carry between runs on a shared machine.
 """
 
@@ -35,9 +35,11 @@ import jax
 import jax.numpy as jnp
 
 import jaxsearch
-from jaxsearch import _cpu, _tuning
-from jaxsearch._bench_format import fmt_count, fmt_x, format_table
-from jaxsearch._bench_peers import (
+from jaxsearch import tuning
+from jaxsearch.core import cpu
+from jaxsearch.tools.autotune.cpu import call_under_config
+from jaxsearch.tools.bench.format import fmt_count, fmt_x, format_table
+from jaxsearch.tools.bench.peers import (
     Problem,
     jax_floor_impl,
     jaxsearch_impl,
@@ -46,8 +48,8 @@ from jaxsearch._bench_peers import (
     numpy_impl,
     numpy_on_jax_buffers_impl,
 )
-from jaxsearch._bench_suite import Result, problem_summary, ratio, run_suite
-from jaxsearch._bench_timing import Progress, call_under_config, machine_info, measure_all
+from jaxsearch.tools.bench.suite import Result, problem_summary, ratio, run_suite
+from jaxsearch.tools.bench.timing import Progress, machine_info, measure_all
 
 BIG = 10**7
 # Samples per median for the grid and the thread ratio (the budget per peer
@@ -154,7 +156,7 @@ def tiny_target() -> Target:
 
 def threads_target(scale: float) -> Target:
     """Target 5: all cores against one thread, N = M = 1e7 sorted float32."""
-    cores = _cpu.available_cores()
+    cores = cpu.available_cores()
     big = max(2, round(BIG * scale))
     what = f"N=M={fmt_count(big)} sorted float32: 1 thread / all cores"
     if cores < 2:
@@ -162,7 +164,7 @@ def threads_target(scale: float) -> Target:
     a, v = make_arrays(Problem(big, big))
     ja, jv = jnp.asarray(a), jnp.asarray(v)
     calls = [call_under_config(
-        dataclasses.replace(_tuning.cpu_config(big, big), threads=t, min_parallel=1), ja, jv,
+        dataclasses.replace(tuning.cpu_config(big, big), threads=t, min_parallel=1), ja, jv,
         sorted_v=True) for t in (1, 0)]
     one, every = measure_all(calls, repeats=REPEATS)
     return Target(5, what, one.timing.median / every.timing.median, 1.6, True,

@@ -14,7 +14,7 @@ that costs, for float32 and int32, at every N, M in {1e2, ..., 1e7}:
 
 Bound: the default call takes at most 10% longer than the promised one, or,
 where both take under 20 us (JAX's dispatch alone is several), at most 2 us
-longer. Each pair is timed interleaved (see ``jaxsearch._bench_timing``), and each
+longer. Each pair is timed interleaved (see ``jaxsearch.tools.bench.timing``), and each
 answer is checked against numpy's.
 
 Where the needles are many times the keys, the promised call need not read
@@ -35,9 +35,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxsearch._bench_format import fmt_count, format_table
-from jaxsearch._bench_peers import Problem, jaxsearch_impl, make_inputs
-from jaxsearch._bench_timing import Progress, machine_info, matches, measure_all
+from jaxsearch.tools.bench.format import fmt_count, format_table
+from jaxsearch.tools.bench.peers import Problem, jaxsearch_impl, make_inputs
+from jaxsearch.tools.bench.timing import Progress, machine_info, matches, measure_all
 
 SIZES = tuple(10**k for k in range(2, 8))
 DTYPES = ("float32", "int32")

@@ -101,11 +101,10 @@ def ours(fn, **kwargs):
 
 
 def implementations():
-    """GPU implementation -> (merge-path wrapper, binary-search wrapper)."""
-    found = {"pallas": (pk.merge_path_searchsorted, pk.binary_search_searchsorted)}
-    if TRITON[0]:
-        found["triton"] = (pk.triton_merge_path_searchsorted, pk.triton_binary_search_searchsorted)
-    return found
+    """GPU implementation -> (merge-path wrapper, binary-search wrapper), for
+    each backend that can run here."""
+    return {name: (backend.kernel(pk.MERGE_PATH), backend.kernel(pk.BINARY_SEARCH))
+            for name, backend in pk.BACKENDS.items() if backend.status(interpret=INTERPRET)[0]}
 
 
 def methods(a, v):
@@ -211,7 +210,7 @@ def main():
     args = parser.parse_args()
     global INTERPRET, TRITON
     INTERPRET = args.interpret
-    TRITON = pk.triton_available(interpret=INTERPRET)
+    TRITON = pk.BACKENDS["triton"].status(interpret=INTERPRET)
     n, m = int(args.n), int(args.m)
     print(
         f"jax {jax.__version__} on {jax.devices()[0].device_kind}; "

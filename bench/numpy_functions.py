@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsearch
-from jaxsearch._bench_format import fmt_count, fmt_ms, fmt_x, format_table
-from jaxsearch._bench_peers import Problem, make_arrays
-from jaxsearch._bench_timing import Progress, machine_info, measure_all
+from jaxsearch.tools.bench.format import fmt_count, fmt_ms, fmt_x, format_table
+from jaxsearch.tools.bench.peers import Problem, make_arrays
+from jaxsearch.tools.bench.timing import Progress, machine_info, measure_all
 
 SIZES = ((10**5, 10**5), (10**6, 10**6), (10**7, 10**7), (10**3, 10**7))
 TARGETS = {"digitize": 10.0, "interp": 5.0}  # speedup over jnp at N = M = 1e7

@@ -10,8 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import tuning
-from ..keys import KEY_DTYPES, SIDES, index_dtype
-from . import cpu, gpu, order, primitive, rows
+from ..keys import KEY_DTYPES, index_dtype
+from . import cpu, gpu, primitive, rows
+from .checks import check_arraylike, check_side_and_order
 from .implementations import CYTHON, GPU_IMPLEMENTATIONS, IMPLEMENTATIONS, XLA, check_implementation
 
 Side = Literal["left", "right"]
@@ -74,7 +75,7 @@ def searchsorted(
       >>> jaxsearch.searchsorted(jnp.array([1, 2, 2, 3]), jnp.array([2, 4]))
       Array([1, 4], dtype=int32)
     """
-    needle_order = check_side_and_order(side, sorted_v)
+    order = check_side_and_order(side, sorted_v)
     if method is not None and method not in JNP_METHODS:
         raise ValueError(f"method must be None or one of {JNP_METHODS}, got {method!r}")
     check_implementation(implementation, IMPLEMENTATIONS)
@@ -99,7 +100,7 @@ def searchsorted(
     # This thread's use_cpu_config override is a static argument, so jit keeps
     # one compilation per override and a call never runs with another thread's
     # (the tuning cache answers when there is none, at trace time).
-    return _promote_and_bind(a, v, sorter, side=side, order=needle_order,
+    return _promote_and_bind(a, v, sorter, side=side, order=order,
                              implementation=implementation,
                              cpu_override=tuning.cpu_config_override())
 
@@ -117,30 +118,6 @@ def _kernels_take(n: int, dtype: np.dtype) -> bool:
     """Whether jaxsearch's kernels search n keys of `dtype`: a key dtype
     they have, and an index dtype this jax can give (int64 needs x64)."""
     return dtype in KEY_DTYPES and (index_dtype(n) == np.int32 or jax.config.jax_enable_x64)
-
-
-def check_side_and_order(side: str, sorted_v: bool | None) -> str:
-    """Checks `side` and `sorted_v`; returns the needles' order for the
-    kernels (`order.order_of`)."""
-    if side not in SIDES:
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    return order.order_of("sorted_v", sorted_v)
-
-
-def check_arraylike(caller: str, name: str, x: object) -> None:
-    """TypeError, as jnp raises, unless `x` is an array or a scalar of a
-    numeric dtype JAX takes; the message names `caller` and its argument."""
-    if isinstance(x, (jax.Array, bool, int, float, complex)) or hasattr(x, "__jax_array__"):
-        return
-    if isinstance(x, (np.ndarray, np.generic)):
-        try:
-            jnp.result_type(x)
-            return
-        except (TypeError, ValueError):  # strings, objects, datetimes
-            pass
-    dtype = getattr(x, "dtype", None)
-    raise TypeError(f"{caller}: {name} must be a numeric array or scalar, got "
-                    f"{type(x).__name__}{'' if dtype is None else f' of dtype {dtype}'}")
 
 
 @functools.partial(jax.jit, static_argnames=("side", "order", "implementation", "cpu_override"))

@@ -18,15 +18,20 @@ TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 
 try:
-    from .. import _cpu_ext
+    from .._cpu_ext import (
+        KERNEL_NAMES,
+        ORDER_NAMES,
+        cumsum_handler_capsule,
+        handler_capsule,
+    )
+    from .._cpu_ext import planned_threads as _planned_threads
 except ImportError as exc:  # e.g. the source tree, which holds no compiled module
-    _cpu_ext = None
     UNAVAILABLE_REASON: str | None = f"the compiled extension did not import ({exc})"
 else:
     UNAVAILABLE_REASON = None
     try:
-        jax.ffi.register_ffi_target(TARGET_NAME, _cpu_ext.handler_capsule(), platform="cpu")
-        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, _cpu_ext.cumsum_handler_capsule(),
+        jax.ffi.register_ffi_target(TARGET_NAME, handler_capsule(), platform="cpu")
+        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, cumsum_handler_capsule(),
                                     platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
@@ -75,8 +80,8 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     """
     return _call(TARGET_NAME, a, v, out_dtype,
                  right=np.int32(side == "right"),
-                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
-                 kernel=np.int32(_cpu_ext.KERNEL_NAMES[kernel]),
+                 order=np.int32(ORDER_NAMES[order]),
+                 kernel=np.int32(KERNEL_NAMES[kernel]),
                  threads=np.int32(threads),
                  min_parallel=_int32_attribute(min_parallel))
 
@@ -87,7 +92,7 @@ def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1) -
     extension is unavailable and jnp searches instead)."""
     if not AVAILABLE:
         return 1
-    return _cpu_ext.planned_threads(rows, m, threads, _int32_attribute(min_parallel))
+    return _planned_threads(rows, m, threads, _int32_attribute(min_parallel))
 
 
 def threads_for(config: CpuConfig, m: int) -> int:
@@ -125,7 +130,7 @@ def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtyp
     """
     return _call(CUMSUM_TARGET_NAME, w, v, out_dtype,
                  right=np.int32(side == "right"),
-                 order=np.int32(_cpu_ext.ORDER_NAMES[order]),
+                 order=np.int32(ORDER_NAMES[order]),
                  threads=np.int32(threads),
                  segment=np.int32(segment))
 

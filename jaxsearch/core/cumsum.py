@@ -25,7 +25,7 @@ from jax import lax
 from jax.extend.core import Primitive
 
 from ..keys import check_x64, index_dtype
-from . import api, cpu, rows, rules
+from . import checks, cpu, rows, rules
 from .implementations import CUMSUM_IMPLEMENTATIONS, CYTHON, XLA, check_implementation
 
 searchsorted_cumsum_p = Primitive("jaxsearch_searchsorted_cumsum")
@@ -92,13 +92,13 @@ def searchsorted_cumsum(
       >>> jaxsearch.searchsorted_cumsum(jnp.array([0.5, 0.25, 0.25]), jnp.array([0.1, 0.6]))
       Array([0, 1], dtype=int32)
     """
-    order = api.check_side_and_order(side, sorted_v)
+    order = checks.check_side_and_order(side, sorted_v)
     check_implementation(implementation, CUMSUM_IMPLEMENTATIONS)
     if implementation == CYTHON and (not cpu.AVAILABLE or jax.default_backend() != "cpu"):
         raise ValueError("implementation='cython' needs the CPU backend and the compiled "
                          f"extension ({cpu.UNAVAILABLE_REASON or jax.default_backend()})")
     for name, x in (("w", w), ("v", v)):
-        api.check_arraylike("searchsorted_cumsum", name, x)
+        checks.check_arraylike("searchsorted_cumsum", name, x)
     if np.ndim(w) != 1:
         raise ValueError(f"w must be 1-dimensional, got shape {np.shape(w)}")
     dtype = jnp.result_type(w, v)

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .api import check_arraylike, searchsorted
+from .api import searchsorted
+from .checks import check_arraylike
 from .order import check_order_flag
 
 EXTRAPOLATE = "extrapolate"
