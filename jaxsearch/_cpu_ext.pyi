@@ -1,0 +1,1 @@
+../cpu_ext/_cpu_ext.pyi
