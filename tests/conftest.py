@@ -1,19 +1,22 @@
-"""Shared fixtures."""
+"""Shared fixtures, for the tests of every layer."""
 
 from __future__ import annotations
 
 import jax
 import pytest
 
+from jaxsearch import tuning
+from jaxsearch.tuning import cache
+
 
 def pytest_configure(config):
     """Refuse to test a jaxsearch whose CPU extension is missing: every CPU
     test would quietly exercise the jnp fallback instead."""
-    from jaxsearch import _cpu
+    from jaxsearch.core import cpu
 
-    if not _cpu.AVAILABLE:
+    if not cpu.AVAILABLE:
         raise pytest.UsageError(f"jaxsearch's CPU extension is unavailable: "
-                                f"{_cpu.UNAVAILABLE_REASON}")
+                                f"{cpu.UNAVAILABLE_REASON}")
 
 
 @pytest.fixture
@@ -21,3 +24,19 @@ def x64():
     """Run the test with jax_enable_x64 on."""
     with jax.enable_x64(True):
         yield
+
+
+@pytest.fixture
+def caches(tmp_path, monkeypatch):
+    """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache.
+
+    A search reads the cache files when it is traced, and jit keeps the
+    trace: traces made under other files are dropped on the way in and out.
+    """
+    user, shipped = tmp_path / "user", tmp_path / "shipped"
+    monkeypatch.setenv(tuning.TUNING_DIR_ENV, str(user))
+    monkeypatch.setattr(cache, "SHIPPED_DIR", shipped)  # where cache_files reads it
+    clear = jax.clear_caches  # the real one, should a test forbid it
+    clear()
+    yield user, shipped
+    clear()

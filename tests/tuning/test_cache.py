@@ -1,4 +1,5 @@
-"""The tuning cache: keys, lookup order, buckets, files, and the autotuner's choices."""
+"""The tuning cache: keys, lookup order, buckets, files; the CPU config, and
+the config reaching the kernel."""
 
 import concurrent.futures
 import contextlib
@@ -14,38 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from processes import run_python
+from helpers.caches import cpu_entry, write
 
 import jaxsearch
-from jaxsearch import _autotune_cpu, _autotune_gpu, _autotune_grid, _cpu, _gpu, _tuning
-from jaxsearch._bench_timing import Progress
-from jaxsearch._cli_info import info_report
-from jaxsearch._tuning import CacheEntry, CpuConfig
-
-
-@pytest.fixture
-def caches(tmp_path, monkeypatch):
-    """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache.
-
-    A search reads the cache files when it is traced, and jit keeps the
-    trace: traces made under other files are dropped on the way in and out.
-    """
-    user, shipped = tmp_path / "user", tmp_path / "shipped"
-    monkeypatch.setenv(_tuning.TUNING_DIR_ENV, str(user))
-    monkeypatch.setattr(_tuning, "SHIPPED_DIR", shipped)
-    clear = jax.clear_caches  # the real one, should a test forbid it
-    clear()
-    yield user, shipped
-    clear()
-
-
-def cpu_entry(dtype="float32", size=10**6, **config):
-    return CacheEntry(_tuning.CPU_KERNEL, dtype, {"size": size},
-                      dataclasses.asdict(CpuConfig(**config)), {"note": "test"})
-
-
-def write(root, *entries, kind="cpu"):
-    return _tuning.write_cache(root, kind, list(entries), {"test": True})
+from jaxsearch import _cpu_ext, tuning
+from jaxsearch.core import cpu
+from jaxsearch.tools.cli.info import info_report
+from jaxsearch.tuning import CacheEntry, CpuConfig, cache
 
 
 @pytest.mark.parametrize("dtype, cls", [
@@ -53,27 +29,27 @@ def write(root, *entries, kind="cpu"):
     (np.float64, "float64"), (np.int32, "int32"), (np.uint8, "int32"), (np.bool_, "int32"),
     (np.int64, "int64"), (np.uint64, "int64")])
 def test_dtype_class(dtype, cls):
-    assert _tuning.dtype_class(dtype) == cls
+    assert tuning.dtype_class(dtype) == cls
 
 
 def test_normalize_device_kind():
-    assert _tuning.normalize_device_kind("NVIDIA H200") == "nvidia_h200"
-    assert _tuning.normalize_device_kind("cpu") == "cpu"
-    assert _tuning.normalize_device_kind("TPU v5 lite") == "tpu_v5_lite"
-    assert _tuning.normalize_device_kind("  ") == "unknown"
+    assert tuning.normalize_device_kind("NVIDIA H200") == "nvidia_h200"
+    assert tuning.normalize_device_kind("cpu") == "cpu"
+    assert tuning.normalize_device_kind("TPU v5 lite") == "tpu_v5_lite"
+    assert tuning.normalize_device_kind("  ") == "unknown"
 
 
 def test_defaults_without_any_cache(caches):
-    config, source = _tuning.resolve_cpu_config(10**6, 10**6, np.float32)
-    assert (config, source) == (_tuning.DEFAULT_CPU_CONFIG, "defaults")
+    config, source = tuning.resolve_cpu_config(10**6, 10**6, np.float32)
+    assert (config, source) == (tuning.DEFAULT_CPU_CONFIG, "defaults")
 
 
 def test_user_cache_comes_before_shipped(caches):
     user, shipped = caches
     write(shipped, cpu_entry(bisect_ratio=11.0))
-    assert _tuning.cpu_config(10**6, 10**6).bisect_ratio == 11.0
+    assert tuning.cpu_config(10**6, 10**6).bisect_ratio == 11.0
     path = write(user, cpu_entry(bisect_ratio=22.0))
-    config, source = _tuning.resolve_cpu_config(10**6, 10**6)
+    config, source = tuning.resolve_cpu_config(10**6, 10**6)
     assert config.bisect_ratio == 22.0 and source == str(path)
 
 
@@ -81,36 +57,36 @@ def test_shipped_answers_a_dtype_class_the_user_cache_lacks(caches):
     user, shipped = caches
     write(user, cpu_entry("float32", bisect_ratio=22.0))
     write(shipped, cpu_entry("int64", bisect_ratio=33.0))
-    assert _tuning.cpu_config(10**6, 10**6, np.int64).bisect_ratio == 33.0
-    assert _tuning.cpu_config(10**6, 10**6, np.float16).bisect_ratio == 22.0
-    assert _tuning.cpu_config(10**6, 10**6, np.int32) == _tuning.DEFAULT_CPU_CONFIG
+    assert tuning.cpu_config(10**6, 10**6, np.int64).bisect_ratio == 33.0
+    assert tuning.cpu_config(10**6, 10**6, np.float16).bisect_ratio == 22.0
+    assert tuning.cpu_config(10**6, 10**6, np.int32) == tuning.DEFAULT_CPU_CONFIG
 
 
 def test_explicit_config_comes_first(caches):
     user, _ = caches
     write(user, cpu_entry(bisect_ratio=2.0, runs_ratio=2.0))
-    assert _tuning.choose_cpu_kernel(1000, 100) == "bisect"  # cached: 1000 > 2 * 100
+    assert tuning.choose_cpu_kernel(1000, 100) == "bisect"  # cached: 1000 > 2 * 100
     explicit = CpuConfig(bisect_ratio=1e6, runs_ratio=1e6)
-    assert _tuning.choose_cpu_kernel(1000, 100, explicit) == "merge"
-    with _tuning.use_cpu_config(explicit):
-        assert _tuning.resolve_cpu_config(1000, 100) == (explicit, "use_cpu_config")
-        assert _tuning.choose_cpu_kernel(1000, 100) == "merge"
-    assert _tuning.choose_cpu_kernel(1000, 100) == "bisect"
+    assert tuning.choose_cpu_kernel(1000, 100, explicit) == "merge"
+    with tuning.use_cpu_config(explicit):
+        assert tuning.resolve_cpu_config(1000, 100) == (explicit, "use_cpu_config")
+        assert tuning.choose_cpu_kernel(1000, 100) == "merge"
+    assert tuning.choose_cpu_kernel(1000, 100) == "bisect"
 
 
 def test_use_cpu_config_rejects_other_types():
-    with pytest.raises(TypeError, match="CpuConfig"), _tuning.use_cpu_config({"threads": 1}):
+    with pytest.raises(TypeError, match="CpuConfig"), tuning.use_cpu_config({"threads": 1}):
         pass
 
 
 def test_nearest_bucket(caches):
     user, _ = caches
     write(user, *(cpu_entry(size=s, bisect_ratio=float(s)) for s in (10**4, 10**6, 10**7)))
-    assert _tuning.cpu_config(10**6, 10).bisect_ratio == 1e6  # exact: max(n, m)
-    assert _tuning.cpu_config(20, 3 * 10**4).bisect_ratio == 1e4  # nearest in log space
-    assert _tuning.cpu_config(10**9, 10**9).bisect_ratio == 1e7  # beyond the largest
-    assert _tuning.cpu_config(1, 1).bisect_ratio == 1e4  # below the smallest
-    assert _tuning.cpu_config().bisect_ratio == 1e7  # no sizes: the largest bucket
+    assert tuning.cpu_config(10**6, 10).bisect_ratio == 1e6  # exact: max(n, m)
+    assert tuning.cpu_config(20, 3 * 10**4).bisect_ratio == 1e4  # nearest in log space
+    assert tuning.cpu_config(10**9, 10**9).bisect_ratio == 1e7  # beyond the largest
+    assert tuning.cpu_config(1, 1).bisect_ratio == 1e4  # below the smallest
+    assert tuning.cpu_config().bisect_ratio == 1e7  # no sizes: the largest bucket
 
 
 def test_two_dimensional_buckets(caches):
@@ -118,11 +94,11 @@ def test_two_dimensional_buckets(caches):
     entries = [CacheEntry("merge_path", "float32", {"n": n, "m": m}, {"tile": n // m})
                for n, m in ((10**6, 10**6), (10**6, 10**3))]
     write(user, *entries, kind="nvidia_h200")
-    assert _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 2000},
+    assert tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 2000},
                           "nvidia_h200").config == {"tile": 1000}
-    assert _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**5},
+    assert tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**5},
                           "nvidia_h200").config == {"tile": 1}
-    assert _tuning.lookup("binary_search", np.float32, {"n": 1, "m": 1}, "nvidia_h200") is None
+    assert tuning.lookup("binary_search", np.float32, {"n": 1, "m": 1}, "nvidia_h200") is None
 
 
 def test_write_cache_merges_by_key(caches):
@@ -131,7 +107,7 @@ def test_write_cache_merges_by_key(caches):
           cpu_entry("float32", 10**6, bisect_ratio=2.0))
     path = write(user, cpu_entry("float32", 10**6, bisect_ratio=3.0))
     data = json.loads(path.read_text())
-    assert data["version"] == _tuning.CACHE_VERSION and data["device_kind"] == "cpu"
+    assert data["version"] == tuning.CACHE_VERSION and data["device_kind"] == "cpu"
     ratios = {e["bucket"]["size"]: e["config"]["bisect_ratio"] for e in data["entries"]}
     assert ratios == {10**5: 1.0, 10**6: 3.0}
     assert data["entries"][0]["times"] == {"note": "test"}
@@ -140,10 +116,10 @@ def test_write_cache_merges_by_key(caches):
 def test_cache_is_reread_when_the_file_changes(caches):
     user, _ = caches
     path = write(user, cpu_entry(bisect_ratio=5.0))
-    assert _tuning.cpu_config().bisect_ratio == 5.0
+    assert tuning.cpu_config().bisect_ratio == 5.0
     write(user, cpu_entry(bisect_ratio=6.0))
     os.utime(path, ns=(1, 1))  # a new mtime even on a coarse clock
-    assert _tuning.cpu_config().bisect_ratio == 6.0
+    assert tuning.cpu_config().bisect_ratio == 6.0
 
 
 @pytest.mark.parametrize("text", [
@@ -151,11 +127,11 @@ def test_cache_is_reread_when_the_file_changes(caches):
     '{"version": 1, "entries": {"kernel": "cpu"}}'])
 def test_a_broken_cache_warns_and_is_ignored(caches, text):
     user, _ = caches
-    path = _tuning.cache_file(user, "cpu")
+    path = tuning.cache_file(user, "cpu")
     path.parent.mkdir(parents=True)
     path.write_text(text)
     with pytest.warns(RuntimeWarning, match="ignoring tuning cache"):
-        assert _tuning.cpu_config() == _tuning.DEFAULT_CPU_CONFIG
+        assert tuning.cpu_config() == tuning.DEFAULT_CPU_CONFIG
 
 
 def test_unknown_config_fields_are_ignored_and_missing_ones_default(caches):
@@ -163,7 +139,7 @@ def test_unknown_config_fields_are_ignored_and_missing_ones_default(caches):
     write(user, CacheEntry("cpu", "float32", {"size": 10}, {"threads": 3, "from_the_future": 1}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _tuning.cpu_config() == dataclasses.replace(_tuning.DEFAULT_CPU_CONFIG, threads=3)
+        assert tuning.cpu_config() == dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, threads=3)
 
 
 MISSING = object()
@@ -198,7 +174,7 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
     one warning that names the file, the entry and the field, searches give
     jnp's answers, and the file's good entry still answers."""
     user, _ = caches
-    path = _tuning.cache_file(user, "cpu")
+    path = tuning.cache_file(user, "cpu")
     path.parent.mkdir(parents=True)
     good = cpu_entry(size=10**3, bisect_ratio=3.0).to_json()
     path.write_text(json.dumps({"version": 1, "entries": [entry, good]}))
@@ -208,7 +184,7 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
         for sorted_v in (True, None):
             np.testing.assert_array_equal(jaxsearch.searchsorted(a, v, sorted_v=sorted_v),
                                           jnp.searchsorted(a, v))
-        assert _tuning.cpu_config(10**6, 10**6).bisect_ratio == 3.0
+        assert tuning.cpu_config(10**6, 10**6).bisect_ratio == 3.0
     [message] = [str(w.message) for w in caught if "jaxsearch" in str(w.message)]
     assert str(path) in message and field in message
     for key in ("kernel", "dtype", "bucket"):  # the entry's key, as far as it has one
@@ -217,7 +193,7 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
 
 
 @pytest.mark.parametrize("name, value, error", [
-    ("threads", _cpu.MAX_THREADS + 1, ValueError), ("threads", -1, ValueError),
+    ("threads", tuning.MAX_THREADS + 1, ValueError), ("threads", -1, ValueError),
     ("threads", 1.0, TypeError), ("threads", None, TypeError),
     ("min_parallel", 0, ValueError), ("min_parallel", np.bool_(True), TypeError),
     ("bisect_ratio", 0.0, ValueError), ("bisect_ratio", math.nan, ValueError),
@@ -234,138 +210,30 @@ def test_cpu_config_takes_numpy_numbers_and_the_limits():
     assert config == CpuConfig(bisect_ratio=2.5, runs_ratio=1.0, threads=3, min_parallel=1)
     assert hash(config) == hash(CpuConfig(bisect_ratio=2.5, runs_ratio=1.0, threads=3,
                                           min_parallel=1))
-    assert CpuConfig(threads=_cpu.MAX_THREADS).threads == _cpu.MAX_THREADS
+    assert CpuConfig(threads=tuning.MAX_THREADS).threads == tuning.MAX_THREADS
 
 
 def test_user_cache_dir_default(monkeypatch, tmp_path):
-    monkeypatch.delenv(_tuning.TUNING_DIR_ENV, raising=False)
+    monkeypatch.delenv(tuning.TUNING_DIR_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _tuning.user_cache_dir() == tmp_path / "jaxsearch"
+    assert tuning.user_cache_dir() == tmp_path / "jaxsearch"
 
 
 def test_gpu_config_is_none_on_cpu(caches):
-    assert _tuning.gpu_config("merge_path", 10**6, 10**6, np.float32) is None
-
-
-# ---------------------------------------------------------------- the autotuner's choices
-
-
-def test_crossover():
-    ratios = [1, 4, 16, 64]
-    # The alternative wins from 16 on: halfway (log space) between 4 and 16.
-    assert _autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 2, 0.5, 0.5]) == pytest.approx(8.0)
-    # A win at 4 followed by a loss does not count.
-    assert _autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 0.5, 2, 0.5]) == pytest.approx(32.0)
-    # Never wins: one step past the largest ratio; always wins: one step below.
-    assert _autotune_cpu.crossover(ratios, [1] * 4, [2] * 4) == 256.0
-    assert _autotune_cpu.crossover(ratios, [1] * 4, [0.5] * 4) == pytest.approx(0.5)
-
-
-def test_thread_choices():
-    assert _autotune_cpu._best_threads({"0": 1.0, "1": 2.0}) == 0
-    assert _autotune_cpu._best_threads({"0": 1.0, "1": 0.98}) == 0  # within the margin
-    assert _autotune_cpu._best_threads({"0": 1.0, "1": 0.5, "2": 0.7}) == 1
-    sizes = [10**4, 10**5, 10**6]
-    slow, fast = {"0": 2.0, "1": 1.0}, {"0": 1.0, "1": 2.0}
-    assert _autotune_cpu._min_parallel(sizes, [slow, fast, fast]) == round((10**9) ** 0.5)
-    assert _autotune_cpu._min_parallel(sizes, [fast, fast, fast]) == 10**4
-    assert _autotune_cpu._min_parallel(sizes, [fast, slow, slow]) == \
-        _tuning.DEFAULT_CPU_CONFIG.min_parallel
-    assert _autotune_cpu._min_parallel(sizes, [{"0": 1.0}] * 3) == \
-        _tuning.DEFAULT_CPU_CONFIG.min_parallel
-
-
-def test_thread_candidates():
-    assert _autotune_cpu._thread_candidates(1) == [0]
-    assert _autotune_cpu._thread_candidates(2) == [0, 1]
-    assert _autotune_cpu._thread_candidates(16) == [0, 1, 2, 4, 8]
-
-
-# ---------------------------------------------------------------- end to end
-
-
-def run(*args, env=None, timeout=120):
-    return run_python(*args, env=env, timeout=timeout)
-
-
-def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
-    out = tmp_path / "tuned"
-    done = run("-m", "jaxsearch.autotune", "--sizes", "64,512", "--dtypes", "float32",
-               "--repeats", "1", "--platforms", "cpu", "--output", str(out),
-               env={_tuning.TUNING_DIR_ENV: str(tmp_path / "unused")})
-    assert done.returncode == 0, done.stderr
-    path = _tuning.cache_file(out, "cpu")
-    assert f"wrote {path}" in done.stdout and "bisect_ratio" in done.stdout
-    data = json.loads(path.read_text())
-    assert {e["bucket"]["size"] for e in data["entries"]} == {64, 512}
-    entry = data["entries"][0]
-    assert entry["kernel"] == "cpu" and entry["dtype"] == "float32"
-    assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)}
-    assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
-    assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]
-
-    env = {_tuning.TUNING_DIR_ENV: str(out)}
-    read = run("-c", "from jaxsearch import _tuning; c, s = _tuning.resolve_cpu_config(512, 512);"
-               " print(c.bisect_ratio, s)", env=env)
-    assert read.returncode == 0, read.stderr
-    ratio, source = read.stdout.split()
-    by_size = {e["bucket"]["size"]: e["config"] for e in data["entries"]}
-    assert float(ratio) == by_size[512]["bisect_ratio"] and source == str(path)
-
-    info = run("-m", "jaxsearch", "info", "--n", "512", "--m", "512", env=env)
-    assert info.returncode == 0, info.stderr
-    assert f"from {path}" in info.stdout and "2 entries" in info.stdout
-
-
-def test_autotune_refuses_a_platform_it_cannot_tune(tmp_path):
-    done = run("-m", "jaxsearch.autotune", "--platforms", "tpu", "--output", str(tmp_path))
-    assert done.returncode == 2 and "cannot tune tpu" in done.stderr
-
-
-def test_gpu_sweep_in_interpret_mode(caches):
-    pk = pytest.importorskip("jaxsearch.pallas_kernels")
-    user, _ = caches
-    grid = dataclasses.replace(_autotune_grid.QUICK, dtypes=("float32",), gpu_sizes=(256,),
-                               repeats=1, budget_s=0.0)
-    space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
-    progress = Progress(_autotune_gpu.gpu_steps(grid, space), "test")
-    entries = _autotune_gpu.tune_gpu(grid, progress, space=space, interpret=True)
-    # The implementations race too, each that runs here in its interpreter
-    # (Pallas Triton and Mosaic GPU; native Triton needs TRITON_INTERPRET=1).
-    [race] = [e for e in entries if e.kernel == "implementation"]
-    times = race.times["implementations_s"]
-    assert set(times) == {name for name in _gpu.GPU_IMPLEMENTATIONS
-                          if _gpu.status(name, interpret=True)[0]}
-    assert "pallas" in times and race.config == {"name": min(times, key=times.get)}
-    entries = [e for e in entries if e is not race]
-    # Each implementation's configs: Pallas Triton's under the kernel's name,
-    # the others' under "<implementation>/<kernel>".
-    kernels = ("merge_path", "binary_search")
-    assert {e.kernel for e in entries} == {
-        k if name == "pallas" else f"{name}/{k}" for name in times for k in kernels}
-    for e in entries:
-        assert e.bucket == {"n": 256, "m": 256} and e.dtype == "float32"
-        assert e.times["default"] in e.times["configs_s"]
-        rebuilt = {"merge_path": pk.MergePathConfig,
-                   "binary_search": pk.BinarySearchConfig}[e.kernel.split("/")[-1]](**e.config)
-        assert dataclasses.asdict(rebuilt) == e.config
-    write(user, *entries, kind="nvidia_h200")
-    found = _tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**6}, "nvidia_h200")
-    assert found is not None and found.config == entries[0].config
-    assert "best config" in _autotune_gpu.gpu_table(entries + [race])
+    assert tuning.gpu_config("merge_path", 10**6, 10**6, np.float32) is None
 
 
 def test_tuned_gpu_config_builds_validates_and_drops_stale_fields(monkeypatch):
     pk = pytest.importorskip("jaxsearch.pallas_kernels")
     cached = {}
-    monkeypatch.setattr(_tuning, "gpu_config", lambda kernel, n, m, dtype: cached.get(kernel))
-    assert _tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) is None
+    monkeypatch.setattr(cache, "gpu_config", lambda kernel, n, m, dtype: cached.get(kernel))
+    assert tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) is None
     cached["merge_path"] = {"tile": 512, "num_warps": 8, "gone_field": 1}
-    assert _tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) == \
+    assert tuning.tuned_gpu_config(pk.MergePathConfig, 10, 10, np.float32) == \
         pk.MergePathConfig(tile=512, num_warps=8)
     cached["binary_search"] = {"block": 3}  # not a power of two: the class rejects it
     with pytest.warns(RuntimeWarning, match="ignoring cached binary_search"):
-        assert _tuning.tuned_gpu_config(pk.BinarySearchConfig, 10, 10, np.float32) is None
+        assert tuning.tuned_gpu_config(pk.BinarySearchConfig, 10, 10, np.float32) is None
 
 
 @pytest.mark.parametrize("m, threads, min_parallel", [
@@ -379,29 +247,13 @@ def test_the_thread_plan_info_reports_is_the_kernels(m, threads, min_parallel):
     config = CpuConfig(threads=threads, min_parallel=min_parallel)
     a = jnp.arange(2 * m, dtype=jnp.float32)
     v = jnp.linspace(-1.0, 2.0 * m, m, dtype=jnp.float32)
-    with _tuning.use_cpu_config(config):
+    with tuning.use_cpu_config(config):
         attrs = cpu_call_attrs(lambda a, v: jaxsearch.searchsorted(a, v), a, v)
         report = info_report(2 * m, m, "float32")
-    kernel_plan = _cpu._cpu_ext.planned_threads(1, m, attrs["threads"], attrs["min_parallel"])
+    kernel_plan = _cpu_ext.planned_threads(1, m, attrs["threads"], attrs["min_parallel"])
     assert kernel_plan == min(threads, max(1, m // min_parallel))
-    assert config.threads_for(m, _cpu.available_cores()) == kernel_plan
+    assert cpu.threads_for(config, m) == kernel_plan
     assert f"  CPU threads:   {kernel_plan} for one call of" in report
-
-
-def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
-    user, _ = caches
-    grid = dataclasses.replace(_autotune_grid.QUICK, dtypes=("int32",), sizes=(64,),
-                               ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
-    progress = Progress(_autotune_cpu.cpu_steps(grid), "test")
-    (entry,) = _autotune_cpu.tune_cpu(grid, progress)
-    assert set(entry.config) == {"bisect_ratio", "runs_ratio"} and "threads_s" not in entry.times
-    assert entry.times["bisect"]["ratios"] == [1, 4, 16]
-    write(user, entry)
-    config = _tuning.cpu_config(64, 64, np.int32)
-    assert config.bisect_ratio == entry.config["bisect_ratio"]
-    assert (config.threads, config.min_parallel) == (_tuning.DEFAULT_CPU_CONFIG.threads,
-                                                     _tuning.DEFAULT_CPU_CONFIG.min_parallel)
-    assert "default" in _autotune_cpu.cpu_table([entry])
 
 
 # ---------------------------------------------------------------- the config reaching the kernel
@@ -411,7 +263,7 @@ def cpu_call_attrs(f, *args):
     """The attributes (kernel, threads, min_parallel, ...) of the CPU custom call
     that `jax.jit(f)` lowers to."""
     text = jax.jit(f).lower(*args).as_text()
-    [attrs] = re.findall(rf"@{_cpu.TARGET_NAME}\(.*?mhlo\.backend_config = \{{([^}}]*)\}}", text)
+    [attrs] = re.findall(rf"@{cpu.TARGET_NAME}\(.*?mhlo\.backend_config = \{{([^}}]*)\}}", text)
     return {k: int(v) for k, v in re.findall(r"(\w+) = (-?\d+) : i32", attrs)}
 
 
@@ -434,33 +286,33 @@ def test_each_thread_compiles_and_runs_its_own_config(caches, monkeypatch):
         return jaxsearch.searchsorted(a, v, sorted_v=True)
 
     def worker(kernel, config):
-        expected = config or _tuning.DEFAULT_CPU_CONFIG
-        with _tuning.use_cpu_config(config) if config else contextlib.nullcontext():
+        expected = config or tuning.DEFAULT_CPU_CONFIG
+        with tuning.use_cpu_config(config) if config else contextlib.nullcontext():
             start.wait()
             for _ in range(10):
                 np.testing.assert_array_equal(search(a, v), want)
                 # A new function each time: jax.jit caches traces per function.
                 attrs = cpu_call_attrs(lambda a, v: search(a, v), a, v)
-                assert attrs["threads"] == expected.max_threads(_cpu.available_cores())
+                assert attrs["threads"] == expected.max_threads(cpu.available_cores())
                 assert attrs["min_parallel"] == expected.min_parallel
-                assert attrs["kernel"] == _cpu._cpu_ext.KERNEL_NAMES[
-                    kernel or _tuning.choose_cpu_kernel(2000, 50, expected)]
+                assert attrs["kernel"] == _cpu_ext.KERNEL_NAMES[
+                    kernel or tuning.choose_cpu_kernel(2000, 50, expected)]
 
     with concurrent.futures.ThreadPoolExecutor(len(configs)) as pool:
         for done in [pool.submit(worker, k, c) for k, c in configs.items()]:
             done.result()
-    assert _tuning.resolve_cpu_config(2000, 50)[1] == "defaults"  # nothing leaked out
+    assert tuning.resolve_cpu_config(2000, 50)[1] == "defaults"  # nothing leaked out
 
 
 def test_more_cores_than_the_handler_takes(monkeypatch):
     """A host with more cores than MAX_THREADS still searches, on MAX_THREADS."""
-    monkeypatch.setattr(_cpu, "available_cores", lambda: 4096)
+    monkeypatch.setattr(cpu, "available_cores", lambda: 4096)
     # A config of its own, so that the search traces afresh with 4096 cores.
     config = CpuConfig(threads=0, min_parallel=4099)
-    assert config.max_threads(_cpu.available_cores()) == _cpu.MAX_THREADS
+    assert config.max_threads(cpu.available_cores()) == tuning.MAX_THREADS
     a, v = jnp.arange(10_000, dtype=jnp.int32), jnp.arange(-5, 9_000, 3, dtype=jnp.int32)
-    with _tuning.use_cpu_config(config):
+    with tuning.use_cpu_config(config):
         for sorted_v in (True, False):
             np.testing.assert_array_equal(jaxsearch.searchsorted(a, v, sorted_v=sorted_v),
                                           jnp.searchsorted(a, v))
-        assert cpu_call_attrs(jaxsearch.searchsorted, a, v)["threads"] == _cpu.MAX_THREADS
+        assert cpu_call_attrs(jaxsearch.searchsorted, a, v)["threads"] == tuning.MAX_THREADS

@@ -1,0 +1,142 @@
+"""The autotuner's choices (crossovers, threads) and its runs: the CPU and GPU
+sweeps, and the command end to end, writing a cache a fresh process reads."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from helpers.caches import write
+from helpers.processes import run_python
+
+from jaxsearch import tuning
+from jaxsearch.core import gpu
+from jaxsearch.core.implementations import GPU_IMPLEMENTATIONS
+from jaxsearch.tools.autotune import cpu as autotune_cpu
+from jaxsearch.tools.autotune import gpu as autotune_gpu
+from jaxsearch.tools.autotune import grid as autotune_grid
+from jaxsearch.tools.bench.timing import Progress
+from jaxsearch.tuning import CpuConfig
+
+
+def test_crossover():
+    ratios = [1, 4, 16, 64]
+    # The alternative wins from 16 on: halfway (log space) between 4 and 16.
+    assert autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 2, 0.5, 0.5]) == pytest.approx(8.0)
+    # A win at 4 followed by a loss does not count.
+    assert autotune_cpu.crossover(ratios, [1, 1, 1, 1], [2, 0.5, 2, 0.5]) == pytest.approx(32.0)
+    # Never wins: one step past the largest ratio; always wins: one step below.
+    assert autotune_cpu.crossover(ratios, [1] * 4, [2] * 4) == 256.0
+    assert autotune_cpu.crossover(ratios, [1] * 4, [0.5] * 4) == pytest.approx(0.5)
+
+
+def test_thread_choices():
+    assert autotune_cpu._best_threads({"0": 1.0, "1": 2.0}) == 0
+    assert autotune_cpu._best_threads({"0": 1.0, "1": 0.98}) == 0  # within the margin
+    assert autotune_cpu._best_threads({"0": 1.0, "1": 0.5, "2": 0.7}) == 1
+    sizes = [10**4, 10**5, 10**6]
+    slow, fast = {"0": 2.0, "1": 1.0}, {"0": 1.0, "1": 2.0}
+    assert autotune_cpu._min_parallel(sizes, [slow, fast, fast]) == round((10**9) ** 0.5)
+    assert autotune_cpu._min_parallel(sizes, [fast, fast, fast]) == 10**4
+    assert autotune_cpu._min_parallel(sizes, [fast, slow, slow]) == \
+        tuning.DEFAULT_CPU_CONFIG.min_parallel
+    assert autotune_cpu._min_parallel(sizes, [{"0": 1.0}] * 3) == \
+        tuning.DEFAULT_CPU_CONFIG.min_parallel
+
+
+def test_thread_candidates():
+    assert autotune_cpu._thread_candidates(1) == [0]
+    assert autotune_cpu._thread_candidates(2) == [0, 1]
+    assert autotune_cpu._thread_candidates(16) == [0, 1, 2, 4, 8]
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def run(*args, env=None, timeout=120):
+    return run_python(*args, env=env, timeout=timeout)
+
+
+def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
+    out = tmp_path / "tuned"
+    done = run("-m", "jaxsearch.autotune", "--sizes", "64,512", "--dtypes", "float32",
+               "--repeats", "1", "--platforms", "cpu", "--output", str(out),
+               env={tuning.TUNING_DIR_ENV: str(tmp_path / "unused")})
+    assert done.returncode == 0, done.stderr
+    path = tuning.cache_file(out, "cpu")
+    assert f"wrote {path}" in done.stdout and "bisect_ratio" in done.stdout
+    data = json.loads(path.read_text())
+    assert {e["bucket"]["size"] for e in data["entries"]} == {64, 512}
+    entry = data["entries"][0]
+    assert entry["kernel"] == "cpu" and entry["dtype"] == "float32"
+    assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)}
+    assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
+    assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]
+
+    env = {tuning.TUNING_DIR_ENV: str(out)}
+    read = run("-c", "from jaxsearch import tuning; c, s = tuning.resolve_cpu_config(512, 512);"
+               " print(c.bisect_ratio, s)", env=env)
+    assert read.returncode == 0, read.stderr
+    ratio, source = read.stdout.split()
+    by_size = {e["bucket"]["size"]: e["config"] for e in data["entries"]}
+    assert float(ratio) == by_size[512]["bisect_ratio"] and source == str(path)
+
+    info = run("-m", "jaxsearch", "info", "--n", "512", "--m", "512", env=env)
+    assert info.returncode == 0, info.stderr
+    assert f"from {path}" in info.stdout and "2 entries" in info.stdout
+
+
+def test_autotune_refuses_a_platform_it_cannot_tune(tmp_path):
+    done = run("-m", "jaxsearch.autotune", "--platforms", "tpu", "--output", str(tmp_path))
+    assert done.returncode == 2 and "cannot tune tpu" in done.stderr
+
+
+def test_gpu_sweep_in_interpret_mode(caches):
+    pk = pytest.importorskip("jaxsearch.pallas_kernels")
+    user, _ = caches
+    grid = dataclasses.replace(autotune_grid.QUICK, dtypes=("float32",), gpu_sizes=(256,),
+                               repeats=1, budget_s=0.0)
+    space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
+    progress = Progress(autotune_gpu.gpu_steps(grid, space), "test")
+    entries = autotune_gpu.tune_gpu(grid, progress, space=space, interpret=True)
+    # The implementations race too, each that runs here in its interpreter
+    # (Pallas Triton and Mosaic GPU; native Triton needs TRITON_INTERPRET=1).
+    [race] = [e for e in entries if e.kernel == tuning.IMPLEMENTATION_KERNEL]
+    times = race.times["implementations_s"]
+    assert set(times) == {name for name in GPU_IMPLEMENTATIONS
+                          if gpu.status(name, interpret=True)[0]}
+    assert "pallas" in times and race.config == {"name": min(times, key=times.get)}
+    entries = [e for e in entries if e is not race]
+    # Each implementation's configs: Pallas Triton's under the kernel's name,
+    # the others' under "<implementation>/<kernel>".
+    kernels = ("merge_path", "binary_search")
+    assert {e.kernel for e in entries} == {
+        k if name == "pallas" else f"{name}/{k}" for name in times for k in kernels}
+    for e in entries:
+        assert e.bucket == {"n": 256, "m": 256} and e.dtype == "float32"
+        assert e.times["default"] in e.times["configs_s"]
+        rebuilt = {"merge_path": pk.MergePathConfig,
+                   "binary_search": pk.BinarySearchConfig}[e.kernel.split("/")[-1]](**e.config)
+        assert dataclasses.asdict(rebuilt) == e.config
+    write(user, *entries, kind="nvidia_h200")
+    found = tuning.lookup("merge_path", np.float32, {"n": 10**6, "m": 10**6}, "nvidia_h200")
+    assert found is not None and found.config == entries[0].config
+    assert "best config" in autotune_gpu.gpu_table(entries + [race])
+
+
+def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
+    user, _ = caches
+    grid = dataclasses.replace(autotune_grid.QUICK, dtypes=("int32",), sizes=(64,),
+                               ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
+    progress = Progress(autotune_cpu.cpu_steps(grid), "test")
+    (entry,) = autotune_cpu.tune_cpu(grid, progress)
+    assert set(entry.config) == {"bisect_ratio", "runs_ratio"} and "threads_s" not in entry.times
+    assert entry.times["bisect"]["ratios"] == [1, 4, 16]
+    write(user, entry)
+    config = tuning.cpu_config(64, 64, np.int32)
+    assert config.bisect_ratio == entry.config["bisect_ratio"]
+    assert (config.threads, config.min_parallel) == (tuning.DEFAULT_CPU_CONFIG.threads,
+                                                     tuning.DEFAULT_CPU_CONFIG.min_parallel)
+    assert "default" in autotune_cpu.cpu_table([entry])
+
+
