@@ -9,10 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from keys import DTYPES_32, DTYPES_64, random_keys, sort_keys
+from helpers.keys import DTYPES_32, DTYPES_64, random_keys, sort_keys
 
 import jaxsearch
-from jaxsearch import _cpu, _cumsum, _primitive, _sortedness
+from jaxsearch.core import cpu, cumsum, primitive
+from jaxsearch.core.order import ORDERS
 
 SIDES = ["left", "right"]
 SORTED_V = [None, True, False]
@@ -94,7 +95,7 @@ def test_subnormals_compare_as_jnp_does(dtype):
     for side in SIDES:
         for sorted_v in SORTED_V:
             check_matches(a, v, side, sorted_v=sorted_v)
-    for kernel in _cpu.KERNELS:
+    for kernel in cpu.KERNELS:
         want = jnp.searchsorted(a, v, "right")
         got = CPU_SEARCH(a.astype(jnp.float32), v.astype(jnp.float32), side="right",
                          order="sorted", kernel=kernel, out_dtype=np.dtype(np.int32), threads=2,
@@ -134,7 +135,8 @@ def test_sorter():
     v = np.sort(rng.standard_normal(200).astype(np.float32))
     for side in SIDES:
         got = check_matches(jnp.asarray(a), jnp.asarray(v), side, sorter)
-        np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side, np.asarray(sorter)))
+        np.testing.assert_array_equal(np.asarray(got),
+                                      np.searchsorted(a, v, side, np.asarray(sorter)))
 
 
 def test_dtypes_without_kernels_fall_back_to_jnp():
@@ -177,7 +179,7 @@ def test_jit_and_platform_dispatch_uses_custom_call():
     f = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=True))
     np.testing.assert_array_equal(f(a, v), jnp.searchsorted(a, v))
     hlo = f.lower(a, v).as_text()
-    assert _cpu.TARGET_NAME in hlo
+    assert cpu.TARGET_NAME in hlo
 
 
 def test_vmap_batched_a_v_and_both():
@@ -210,8 +212,8 @@ PRIMITIVE_PARAMS = {"side": "left", "order": "check", "out_dtype": np.int32,
 
 @pytest.mark.parametrize("search", [
     jaxsearch.searchsorted,
-    functools.partial(_primitive.searchsorted, **PRIMITIVE_PARAMS),
-    functools.partial(_cumsum.search, side="left", order="check", out_dtype=np.int32),
+    functools.partial(primitive.bind_search, **PRIMITIVE_PARAMS),
+    functools.partial(cumsum.search, side="left", order="check", out_dtype=np.int32),
 ], ids=["searchsorted", "primitive", "cumsum_primitive"])
 def test_jvp_through_jit_and_vmap_gives_float0_tangents(search):
     """The primitives' own derivative rule: symbolic zero tangents (float0,
@@ -240,9 +242,9 @@ def test_eager_calls_of_the_primitive_compile_once():
     logger.addHandler(counter)
     try:
         with jax.log_compiles():
-            first = _primitive.searchsorted(a, v, **PRIMITIVE_PARAMS)
+            first = primitive.bind_search(a, v, **PRIMITIVE_PARAMS)
             compiled = sum(compiles)
-            again = _primitive.searchsorted(a, v, **PRIMITIVE_PARAMS)
+            again = primitive.bind_search(a, v, **PRIMITIVE_PARAMS)
     finally:
         logger.removeHandler(counter)
     assert compiled > 0 and sum(compiles) == compiled
@@ -263,12 +265,12 @@ def test_grad_is_zero_and_does_not_raise():
     np.testing.assert_array_equal(gv, table[jnp.searchsorted(a, jnp.array([0.25, 0.75]))])
 
 
-CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel"))
 
 
-@pytest.mark.parametrize("kernel", _cpu.KERNELS)
-@pytest.mark.parametrize("order", _sortedness.ORDERS)
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("threads, min_parallel", [(1, 1 << 16), (3, 7)])
 def test_every_cpu_kernel(kernel, order, threads, min_parallel):
     """Each kernel, reached directly rather than through the selector, on one
@@ -287,7 +289,7 @@ def test_every_cpu_kernel(kernel, order, threads, min_parallel):
                     np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side))
 
 
-@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
 def test_outputs_over_several_huge_pages(kernel):
     """Outputs of several MiB (the handler advises huge pages under them),
     in rows of a batch that start mid-page, over two threads."""
@@ -297,11 +299,12 @@ def test_outputs_over_several_huge_pages(kernel):
     want = np.stack([np.searchsorted(a, row, "right") for row in v])
     for out_dtype in (np.int32, np.int64):
         got = CPU_SEARCH(jnp.asarray(a)[None], jnp.asarray(v), side="right", order="sorted",
-                         kernel=kernel, out_dtype=np.dtype(out_dtype), threads=2, min_parallel=1 << 16)
+                         kernel=kernel, out_dtype=np.dtype(out_dtype), threads=2,
+                         min_parallel=1 << 16)
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
-@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
 def test_broken_promise_stays_in_bounds(kernel):
     rng = np.random.default_rng(9)
     n = 777
@@ -309,7 +312,8 @@ def test_broken_promise_stays_in_bounds(kernel):
         "unsorted v": (np.sort(rng.standard_normal(n)), rng.standard_normal(2000)),
         "reversed v": (np.sort(rng.standard_normal(n)), np.sort(rng.standard_normal(2000))[::-1]),
         "NaN inside v": (np.sort(rng.standard_normal(n)),
-                         np.where(rng.random(2000) < 0.1, np.nan, np.sort(rng.standard_normal(2000)))),
+                         np.where(rng.random(2000) < 0.1, np.nan,
+                                  np.sort(rng.standard_normal(2000)))),
         "unsorted a": (rng.standard_normal(n), np.sort(rng.standard_normal(2000))),
         "NaN inside a": (np.where(rng.random(n) < 0.2, np.nan, np.sort(rng.standard_normal(n))),
                          np.sort(rng.standard_normal(2000))),

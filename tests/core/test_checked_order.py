@@ -14,12 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from keys import sort_keys
+from helpers.keys import sort_keys
 
 import jaxsearch
-from jaxsearch import _cpu
+from jaxsearch.core import cpu
 
-CPU_SEARCH = jax.jit(_cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel"))
 M = 3000  # several of the order check's 1024-needle blocks, six merge chunks
 
@@ -56,7 +56,7 @@ def broken_needles(rng: np.random.Generator, dtype: str) -> dict[str, np.ndarray
     return cases
 
 
-@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("n", [1, 40, 1000, 100_000])
 @pytest.mark.parametrize("threads, min_parallel", [(1, 1 << 16), (2, 500)])
@@ -97,7 +97,7 @@ def test_default_call_on_each_kernels_regime(n, m):
         np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, needles))
 
 
-@pytest.mark.parametrize("kernel", _cpu.KERNELS)
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
 @pytest.mark.parametrize("n", [1, 3, 1000])
 def test_all_nan_keys_and_unsorted_needles_with_nan(kernel, n):
     """An all-NaN `a` (a piece of a sharded `a` past its NaN tail, say) and

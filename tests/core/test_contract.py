@@ -10,7 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from processes import run_python
+from helpers.processes import run_python
 
 import jaxsearch
 

@@ -13,13 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.lowering import on_abstract_gpu_if_needed
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lowering import on_abstract_gpu_if_needed
 
 import jaxsearch
-from jaxsearch import _bench_resampling, _cumsum
-from jaxsearch._resampling_accuracy import beyond_contract, float32_ulps
+from jaxsearch.core import cumsum
+from jaxsearch.tools.bench import resampling
+from jaxsearch.tools.bench.resampling_accuracy import beyond_contract, float32_ulps
 
 IMPLEMENTATIONS = (None, "cython", "xla")
 
@@ -71,7 +72,7 @@ def test_float32_contract(w, v, sort_v, side, sorted_v, implementation):
 @settings(max_examples=6, deadline=None)
 @given(n=st.sampled_from([10**6 + 3, 1 << 20]), tiny=st.sampled_from([1e-30, 1e-12, 1e-7]),
        huge=st.sampled_from([1e3, 1e10, 1e30]), n_huge=st.integers(1, 5),
-       scheme=st.sampled_from(_bench_resampling.SCHEMES), seed=st.integers(0, 2**32 - 1),
+       scheme=st.sampled_from(resampling.SCHEMES), seed=st.integers(0, 2**32 - 1),
        implementation=st.sampled_from(IMPLEMENTATIONS))
 def test_float32_adversarial_weights(n, tiny, huge, n_huge, scheme, seed, implementation):
     """Many tiny weights and a few huge ones, 1e6+ particles: a float32
@@ -81,7 +82,7 @@ def test_float32_adversarial_weights(n, tiny, huge, n_huge, scheme, seed, implem
     w = (rng.random(n) * tiny).astype(np.float32)
     w[rng.integers(0, n, n_huge)] = huge
     total = np.sum(w, dtype=np.float64)
-    v = (_bench_resampling.sorted_uniforms(scheme, n, rng) * total).astype(np.float32)
+    v = (resampling.sorted_uniforms(scheme, n, rng) * total).astype(np.float32)
     prefix = np.cumsum(w, dtype=np.float64)
     v[::1000] = np.sort(prefix[rng.integers(0, n, len(v[::1000]))].astype(np.float32))
     check_float32(w, np.sort(v), "left", sorted_v=True, implementation=implementation)
@@ -144,7 +145,7 @@ def test_kernel_segments_and_threads(segment, threads, order, side):
     v = np.concatenate([rng.random(3000) * prefix[1899] * 1.1, prefix[:1900:7],
                         [np.nan] * 5]).astype(np.float32)
     v = np.sort(v) if order != "any" else rng.permutation(v)
-    out = _cumsum.search(jnp.asarray(w), jnp.asarray(v), side=side, order=order,
+    out = cumsum.search(jnp.asarray(w), jnp.asarray(v), side=side, order=order,
                          out_dtype=np.int32, segment=segment, threads=threads)
     ref = np.searchsorted(prefix, v.astype(np.float64), side)
     assert beyond_contract(prefix, v, np.asarray(out), ref, float32_ulps(prefix)) == 0

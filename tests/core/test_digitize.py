@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.keys import numpy_dtype, random_keys, sort_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from keys import numpy_dtype, random_keys, sort_keys
 
 import jaxsearch
 

@@ -4,12 +4,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.lowering import (
+    backend_config,
+    on_abstract_gpu_if_needed,
+    triton_calls_in,
+    triton_dialect,
+    verified_triton_module,
+)
 from jax._src.lib.mlir import ir
-from lowering import backend_config, on_abstract_gpu_if_needed, triton_calls_in, triton_dialect
-from lowering import verified_triton_module
 
 import jaxsearch
-from jaxsearch import _cpu
+from jaxsearch.core import cpu
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning")
@@ -38,7 +43,7 @@ def test_export_round_trip_cpu_and_cuda(sorted_v):
     np.testing.assert_array_equal(restored.call(a, v), jnp.searchsorted(a, v, "right"))
     # The artifact carries the CPU custom call and verified Triton kernels.
     text = exported.mlir_module()
-    assert _cpu.TARGET_NAME in text
+    assert cpu.TARGET_NAME in text
     with jax._src.interpreters.mlir.make_ir_context():
         module = ir.Module.parse(text)
         calls = triton_calls_in(module.operation)

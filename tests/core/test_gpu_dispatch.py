@@ -8,69 +8,73 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from processes import run_python
+from helpers.processes import run_python
 
 import jaxsearch
-from jaxsearch import _gpu, _tuning
+from jaxsearch import tuning
+from jaxsearch.core import gpu
+from jaxsearch.pallas_kernels import backends
+from jaxsearch.tuning import cache
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # where `helpers` is
 
 
 @pytest.fixture
 def gpu_status(monkeypatch):
     """Set which GPU implementations report themselves runnable."""
     def set_status(**ok):
-        monkeypatch.setattr(_gpu, "status", lambda name, interpret=False: (
+        monkeypatch.setattr(gpu, "status", lambda name, interpret=False: (
             ok.get(name, False), "" if ok.get(name) else f"{name} missing"))
-        _gpu._fallback_warning.cache_clear()
+        gpu._fallback_warning.cache_clear()
     return set_status
 
 
 def test_choose_prefers_pallas_then_mosaic_then_triton(gpu_status):
     gpu_status(pallas=True, mosaic=True, triton=True)
-    assert _gpu.choose(1000, 1000, np.float32) == "pallas"
+    assert gpu.choose(1000, 1000, np.float32) == "pallas"
     gpu_status(pallas=False, mosaic=True, triton=True)
-    assert _gpu.choose(1000, 1000, np.float32) == "mosaic"
+    assert gpu.choose(1000, 1000, np.float32) == "mosaic"
     gpu_status(pallas=False, triton=True)
-    assert _gpu.choose(1000, 1000, np.float32) == "triton"
+    assert gpu.choose(1000, 1000, np.float32) == "triton"
 
 
-@pytest.mark.skipif(not _gpu.status("mosaic", interpret=True)[0], reason="no Mosaic GPU here")
+@pytest.mark.skipif(not gpu.status("mosaic", interpret=True)[0], reason="no Mosaic GPU here")
 @pytest.mark.parametrize("capability, runs", [((8, 0), False), ((8, 9), False), ((9, 0), True),
                                               ((10, 0), True), (None, True)])
 def test_mosaic_needs_compute_capability_9(monkeypatch, capability, runs):
-    monkeypatch.setattr(_gpu, "compute_capability", lambda: capability)
-    ok, reason = _gpu.status("mosaic")
+    # Where Backend.status looks it up.
+    monkeypatch.setattr(backends, "compute_capability", lambda: capability)
+    ok, reason = gpu.status("mosaic")
     assert ok == runs
     assert runs or f"has {capability[0]}.{capability[1]}" in reason
     # Its interpreter runs anywhere.
-    assert _gpu.status("mosaic", interpret=True)[0]
+    assert gpu.status("mosaic", interpret=True)[0]
 
 
 def test_compute_capability_of_the_device_compiled_for():
     # No GPU in this process (JAX_PLATFORMS=cpu, or none installed): unknown.
     if jax.default_backend() == "cpu":
-        assert _gpu.compute_capability() is None
+        assert gpu.compute_capability() is None
     else:
-        major, minor = _gpu.compute_capability()
+        major, minor = gpu.compute_capability()
         assert (major, minor) >= (1, 0)
 
 
 def test_choose_follows_the_tuning_cache(gpu_status, monkeypatch):
     gpu_status(pallas=True, triton=True)
-    monkeypatch.setattr(_tuning, "gpu_config", lambda kernel, n, m, dtype: (
-        {"name": "triton"} if kernel == "implementation" else None))
-    assert _gpu.choose(1000, 1000, np.float32) == "triton"
+    monkeypatch.setattr(cache, "gpu_config", lambda kernel, n, m, dtype: (
+        {"name": "triton"} if kernel == tuning.IMPLEMENTATION_KERNEL else None))
+    assert gpu.choose(1000, 1000, np.float32) == "triton"
 
 
 def test_choose_warns_once_and_names_what_to_install(gpu_status):
     gpu_status()
     with pytest.warns(RuntimeWarning, match="pallas: pallas missing; mosaic: mosaic missing; "
                                             "triton: triton missing"):
-        assert _gpu.choose(10, 10, np.float32) is None
+        assert gpu.choose(10, 10, np.float32) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _gpu.choose(10, 10, np.float32) is None
+        assert gpu.choose(10, 10, np.float32) is None
 
 
 def test_triton_implementation_unavailable_is_a_clear_error(gpu_status):
@@ -85,10 +89,12 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     import jax, jax.numpy as jnp, numpy as np
     import jaxsearch
-    from jaxsearch import _gpu, pallas_kernels
-    from lowering import lower_for_cuda, mosaic_calls, triton_calls
-    assert not _gpu.PALLAS_AVAILABLE and "Pallas Triton backend" in _gpu.PALLAS_REASON
-    assert callable(pallas_kernels.triton_merge_path_searchsorted)
+    from jaxsearch.core import gpu
+    from jaxsearch.pallas_kernels import BACKENDS, MERGE_PATH
+    from helpers.lowering import lower_for_cuda, mosaic_calls, triton_calls
+    ok, reason = gpu.status("pallas")
+    assert not ok and "Pallas Triton backend" in reason
+    assert callable(BACKENDS["triton"].kernel(MERGE_PATH))
     a, v = jnp.arange(100.0), jnp.linspace(-1.0, 101.0, 7)
     # The CPU path is untouched.
     np.testing.assert_array_equal(jaxsearch.searchsorted(a, v), jnp.searchsorted(a, v))
@@ -105,11 +111,11 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
 def test_cuda_dispatch_without_pallas_triton_backend():
     done = run_python("-c", WITHOUT_PALLAS_TRITON.format(tests=str(TESTS)))
     assert done.returncode == 0, done.stderr[-3000:]
-    if _gpu.status("mosaic")[0]:  # Mosaic GPU (the lowering assumes sm_90 here)
+    if gpu.status("mosaic")[0]:  # Mosaic GPU (the lowering assumes sm_90 here)
         assert "mosaic calls: 0" not in done.stdout
         assert "triton calls: 0\nnative triton calls: 0" in done.stdout
         assert "no GPU kernel can run here" not in done.stdout
-    elif _gpu.status("triton")[0]:  # jax-triton works here: native Triton
+    elif gpu.status("triton")[0]:  # jax-triton works here: native Triton
         assert "native triton calls: 0" not in done.stdout
     else:  # here: jnp on the GPU, with a warning that says what to install
         assert "triton calls: 0\nnative triton calls: 0" in done.stdout

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.keys import sort_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from keys import sort_keys
 
 import jaxsearch
 
@@ -217,7 +217,8 @@ def test_errors_jnp_raises_too():
                                 ((x, xp, xp, "flat"), {}, ValueError),
                                 ((x + 1j, xp, xp), {}, ValueError),
                                 ((x, xp, xp), {"period": jnp.ones(2)}, ValueError),
-                                ((x.astype(jnp.bfloat16), xp.astype(jnp.bfloat16), xp), {}, ValueError),
+                                ((x.astype(jnp.bfloat16), xp.astype(jnp.bfloat16), xp), {},
+                                 ValueError),
                                 (([1.0], xp, xp), {}, TypeError)):
         for fn in (jaxsearch.interp, jnp.interp):
             with pytest.raises(error):

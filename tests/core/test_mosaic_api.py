@@ -1,16 +1,17 @@
 """`implementation="mosaic"` through the public searchsorted, in Mosaic GPU's
 interpreter on a CPU backend (the kernels' own cases are in
-test_pallas_interpret.py, the dispatch's in test_gpu_dispatch.py)."""
+tests/kernels/test_pallas_interpret.py, the dispatch's in test_gpu_dispatch.py)."""
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import sample
+from helpers.kernel_cases import sample
 
 import jaxsearch
-import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS
 
-pytestmark = pytest.mark.skipif(not pk.mosaic_available()[0], reason=pk.mosaic_available()[1])
+MOSAIC_IMPORT_ERROR = BACKENDS["mosaic"].import_error
+pytestmark = pytest.mark.skipif(bool(MOSAIC_IMPORT_ERROR), reason=MOSAIC_IMPORT_ERROR)
 
 
 @pytest.mark.parametrize("sorted_v", [None, True, False])

@@ -4,7 +4,7 @@ The CI profile runs a few hundred examples. For the long profile set
 JAXSEARCH_HYPOTHESIS_PROFILE=long (20,000 examples a test, or
 JAXSEARCH_HYPOTHESIS_EXAMPLES of them):
 
-    JAXSEARCH_HYPOTHESIS_PROFILE=long pytest tests/test_properties.py
+    JAXSEARCH_HYPOTHESIS_PROFILE=long pytest tests/core/test_properties.py
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+from helpers.keys import DTYPES_32, DTYPES_64, numpy_dtype, sort_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from keys import DTYPES_32, DTYPES_64, numpy_dtype, sort_keys
 
 import jaxsearch
 

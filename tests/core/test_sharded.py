@@ -1,12 +1,12 @@
 """Sharded inputs, on 8 CPU devices in subprocesses (the device count is fixed
 when JAX starts).
 
-The plain drop-in `jaxsearch.searchsorted` under jit (tests/sharding_check.py
+The plain drop-in `jaxsearch.searchsorted` under jit (tests/helpers/sharding_check.py
 runs every case): answers equal the unsharded ones, the output is split like
 `v`, and the compiled HLO holds no collective when only `v` is split and one
 all-reduce (outside any loop) when `a` is split; never more collectives than
 jnp.searchsorted on the same program. Two processes on this machine run the
-README's multi-host recipe (tests/multihost_check.py). And the explicit
+README's multi-host recipe (tests/helpers/multihost_check.py). And the explicit
 form, `sharded_searchsorted`, inside one shard_map.
 """
 
@@ -18,9 +18,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from processes import run_python
+from helpers.processes import run_python
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]  # where `helpers` is
+HELPERS = TESTS / "helpers"
 EIGHT_DEVICES = dict(XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
 
 # The collectives of each case in the compiled HLO (auto and explicit mode alike).
@@ -48,7 +49,7 @@ EXPECTED = {
 def report():
     """sharding_check.py's report; the run itself fails on any wrong answer
     or output sharding."""
-    run = run_python(str(TESTS / "sharding_check.py"), timeout=900, env=EIGHT_DEVICES)
+    run = run_python(str(HELPERS / "sharding_check.py"), timeout=900, env=EIGHT_DEVICES)
     assert run.returncode == 0, run.stderr[-4000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -94,7 +95,7 @@ def test_two_processes_drop_in(tmp_path):
     processes: the plain drop-in call on global arrays (answers checked in
     the processes); only the all-reduce crosses processes."""
     port = _free_port()
-    procs = [subprocess.Popen([sys.executable, str(TESTS / "multihost_check.py"), str(port),
+    procs = [subprocess.Popen([sys.executable, str(HELPERS / "multihost_check.py"), str(port),
                                str(i)], cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
     try:
@@ -117,12 +118,12 @@ CUDA_PARTITIONING = textwrap.dedent("""
     import jax, numpy as np
     from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec as P
     import jaxsearch
-    from jaxsearch import _gpu, _partitioning, _primitive
+    from jaxsearch.core import gpu, partitioning, primitive
 
     mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
     a = np.sort(np.random.default_rng(0).standard_normal(8000)).astype(np.float32)
     v = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    report = {"gpu kernels": _gpu.choose(1000, 4096, np.dtype(np.float32))}
+    report = {"gpu kernels": gpu.choose(1000, 4096, np.dtype(np.float32))}
     cases = {"a split": (P(("x", "y")), P()), "v split on dim 1": (P(), P(None, ("x", "y"))),
              "a on x, v on y": (P("x"), P("y", None))}
     device = jax.sharding.AbstractDevice(device_kind="NVIDIA H200", num_cores=132,
@@ -147,8 +148,8 @@ CUDA_PARTITIONING = textwrap.dedent("""
         specs = [jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s)
                  for x, s in zip((a, v), shardings)]
         out = jax.ShapeDtypeStruct(v.shape, np.int32, sharding=shardings[1])
-        _, per_device, out_sharding, in_shardings = _partitioning.partition(
-            _primitive._local, params, mesh, specs, out)
+        _, per_device, out_sharding, in_shardings = partitioning.partition(
+            primitive.search_local, params, mesh, specs, out)
         body = jax.shard_map(per_device, mesh=gpu_mesh,
                              in_specs=tuple(s.spec for s in in_shardings),
                              out_specs=out_sharding.spec, check_vma=False)
@@ -243,7 +244,7 @@ SHARDED_SEARCHSORTED = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     import jaxsearch
-    from sharding_check import collectives
+    from helpers.sharding_check import collectives
 
     mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
     rng = np.random.default_rng(0)

@@ -6,7 +6,7 @@ Needs jax's CUDA plugin next to jaxlib, no GPU (the slim compile set:
 V the installed jaxlib; 0.10's also wants absl-py). Run with
 JAX_PLATFORMS=cpu:
 
-    JAX_PLATFORMS=cpu python tests/cuda_topology_check.py
+    JAX_PLATFORMS=cpu python tests/helpers/cuda_topology_check.py
 
 A compile-only topology of 8 GPUs (`jax.experimental.topologies`, with an
 H200's description) makes a 2 x 4 mesh; every case compiles the plain drop-in
@@ -30,13 +30,13 @@ def main() -> int:
     import jax
     import jax.numpy as jnp
     import numpy as np
+    from h200 import H200_TARGET
     from jax.experimental import topologies
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
+    from sharding_check import collectives, looped_collectives
 
     import jaxsearch
-    from h200 import H200_TARGET
-    from sharding_check import collectives, looped_collectives
 
     topology = topologies.get_topology_desc(platform="cuda", target_config=H200_TARGET,
                                             topology="1x1x8")

@@ -8,7 +8,7 @@ wheels that allows it is the `h200-compile` extra (jax's CUDA plugin matching
 jaxlib, and ptxas from nvidia-cuda-nvcc-cu12).
 
 Importable (the test tier, bench/gpu_resources.py and
-tests/cuda_topology_check.py use it): the H200's target description,
+tests/helpers/cuda_topology_check.py use it): the H200's target description,
 `missing_wheels()`, the cases (`config_cases()`, `dispatch_cases()`,
 `mosaic_dispatch_cases()`, `canary_cases()`, `DEVICE_CASE`) and
 `run_worker()`. Run as a script, this file is that worker: it reads
@@ -310,7 +310,6 @@ def _function(case: dict):
     import numpy as np
 
     import jaxsearch
-    from jaxsearch import _gpu
     from jaxsearch import pallas_kernels as pk
 
     if case["what"] == "canary":
@@ -321,11 +320,10 @@ def _function(case: dict):
         fn = functools.partial(search, side=case["side"], sorted_v=case["sorted_v"],
                                implementation=case["implementation"])
     else:
-        merge, bisect = _gpu.kernels(case["implementation"])
-        config_cls = pk.MergePathConfig if case["kind"] == "merge_path" else pk.BinarySearchConfig
-        kernel = merge if case["kind"] == "merge_path" else bisect
+        kind = pk.kernel_kind(case["kind"])
+        kernel = pk.BACKENDS[case["implementation"]].kernel(kind)
         fn = functools.partial(kernel, side=case["side"], out_dtype=np.dtype(np.int32),
-                               config=config_cls(**case["config"]))
+                               config=kind.config_cls(**case["config"]))
     n, m, batch = case["n"], case["m"], case["batch"]
     shapes = [(n,), (m,)] if batch is None else [(batch, n), (batch, m)]
     return (fn if batch is None else jax.vmap(fn)), shapes
@@ -368,10 +366,10 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
     from jax.sharding import NamedSharding, PartitionSpec
 
     if case["what"] == "device":
-        from jaxsearch import _gpu
+        from jaxsearch.pallas_kernels import compute_capability
 
         return {**case, "ok": True, "error": "", "device": mesh.devices.flat[0].device_kind,
-                "compute_capability": _gpu.compute_capability()}
+                "compute_capability": compute_capability()}
     fn, shapes = _function(case)
     with jax.enable_x64(case["dtype"] in X64_DTYPES):
         args = [jax.ShapeDtypeStruct(s, jax.numpy.dtype(case["dtype"]),
@@ -409,9 +407,12 @@ def main() -> int:
     import jax
 
     if _NO_PALLAS_TRITON in sys.argv[1:]:
-        from jaxsearch import _gpu
+        from jaxsearch.pallas_kernels import BACKENDS
 
-        _gpu.PALLAS_AVAILABLE, _gpu.PALLAS_REASON = False, f"disabled ({_NO_PALLAS_TRITON})"
+        # As a jax without Pallas' Triton backend would leave it: every
+        # reader of the registry (the dispatch's status included) sees it.
+        BACKENDS["pallas"] = dataclasses.replace(
+            BACKENDS["pallas"], kernels={}, import_error=f"disabled ({_NO_PALLAS_TRITON})")
 
     mesh = h200_mesh()
     with jax.set_mesh(mesh):

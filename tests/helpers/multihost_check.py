@@ -1,9 +1,9 @@
 """The README's multi-host recipe, run for real: one of two processes on this
 machine, each with 4 CPU devices, forming one 8-device mesh over gloo.
 
-    python tests/multihost_check.py PORT PROCESS_ID   # in two processes, ids 0 and 1
+    python tests/helpers/multihost_check.py PORT PROCESS_ID   # in two processes, ids 0 and 1
 
-tests/test_sharded.py starts both. Each process places global arrays on a
+tests/core/test_sharded.py starts both. Each process places global arrays on a
 2 x 4 mesh (one row of 4 devices per process), calls the plain drop-in
 `jaxsearch.searchsorted` under `jax.jit`, gathers the answer from both
 processes and checks it against jnp.searchsorted on the whole arrays. Process
@@ -32,9 +32,9 @@ def main() -> int:
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
+    from sharding_check import collectives, looped_collectives
 
     import jaxsearch
-    from sharding_check import collectives, looped_collectives
 
     assert jax.device_count() == 8 and jax.local_device_count() == 4, jax.devices()
     # Devices by process: mesh row i holds process i's four devices, so "x"

@@ -2,11 +2,11 @@
 answers, output shardings and the collectives in the compiled HLO.
 
 It needs 8 devices, so it runs as a process of its own (the device count is
-fixed when JAX starts); tests/test_sharded.py runs it that way, with small
+fixed when JAX starts); tests/core/test_sharded.py runs it that way, with small
 sizes. By hand, for the README's table:
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
-        python tests/sharding_check.py --n 80000 --m 65536 --table
+        python tests/helpers/sharding_check.py --n 80000 --m 65536 --table
 
 Every case calls the plain drop-in `jaxsearch.searchsorted(a, v, side,
 sorted_v=...)` under `jax.jit` on a 2 x 4 mesh ("x", "y"), in auto sharding

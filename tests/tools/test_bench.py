@@ -8,10 +8,12 @@ import time
 import numpy as np
 import pytest
 
-from jaxsearch import _bench_plot, _bench_searchsorted, _tuning
+from jaxsearch import tuning
 from jaxsearch.__main__ import main
-from jaxsearch._bench_format import fmt_count, fmt_ms
-from jaxsearch._bench_peers import (
+from jaxsearch.tools.bench import plot as bench_plot
+from jaxsearch.tools.bench import searchsorted as bench_searchsorted
+from jaxsearch.tools.bench.format import fmt_count, fmt_ms
+from jaxsearch.tools.bench.peers import (
     COPY_NAME,
     JAX_FLOOR_NAME,
     Impl,
@@ -23,9 +25,14 @@ from jaxsearch._bench_peers import (
     make_arrays,
     numpy_impl,
 )
-from jaxsearch._bench_report import bench_table, main_job_table, results_from_json, results_json
-from jaxsearch._bench_suite import Result, problem_summary, run_suite
-from jaxsearch._bench_timing import Progress, Timing, measure_all
+from jaxsearch.tools.bench.report import (
+    bench_table,
+    main_job_table,
+    results_from_json,
+    results_json,
+)
+from jaxsearch.tools.bench.suite import Result, problem_summary, run_suite
+from jaxsearch.tools.bench.timing import Progress, Timing, measure_all
 
 
 def test_measure_all_samples_checks_and_reports_errors():
@@ -254,7 +261,7 @@ def test_plot_bandwidth_breaks_lines_at_missing_sizes(axes):
     rs = [result(n, n, "numpy", 1e-6 * n, "numpy") for n in sizes]
     rs += [result(n, n, "jnp scan", None if n == 100 else 1e-7 * n) for n in sizes]  # skipped
     rs += [result(n, n, "jnp sort", 1e-7 * n) for n in sizes[:2]]  # no result at 1000
-    _bench_plot._plot_bandwidth(axes, rs, {"numpy": {}, "jnp scan": {}, "jnp sort": {}}, "t")
+    bench_plot._plot_bandwidth(axes, rs, {"numpy": {}, "jnp scan": {}, "jnp sort": {}}, "t")
     lines = {line.get_label(): line for line in axes.get_lines()}
     assert all(list(line.get_xdata()) == list(sizes) for line in lines.values())
     assert np.isfinite(lines["numpy"].get_ydata()).all()
@@ -267,7 +274,7 @@ def test_plot_skew_breaks_lines_at_missing_ratios(axes):
     rs = [result(n, m, "numpy", 1e-3, "numpy") for n, m in shapes]
     rs += [result(n, m, "jaxsearch", 1e-4, "jaxsearch") for n, m in shapes]
     rs += [result(n, m, "jnp scan", None if n == m else 1e-2) for n, m in shapes]
-    _bench_plot._plot_skew(axes, rs, {"numpy": {}, "jaxsearch": {}, "jnp scan": {}}, 1000)
+    bench_plot._plot_skew(axes, rs, {"numpy": {}, "jaxsearch": {}, "jnp scan": {}}, 1000)
     lines = {line.get_label(): line for line in axes.get_lines() if line.get_label() in
              ("jaxsearch", "jnp scan")}
     assert list(lines["jnp scan"].get_xdata()) == [0.01, 1.0, 100.0]
@@ -276,7 +283,7 @@ def test_plot_skew_breaks_lines_at_missing_ratios(axes):
 
 
 def test_bench_grid_problems():
-    grid = _bench_searchsorted.BenchGrid(sizes=(100, 1000), dtypes=("float32", "int64"),
+    grid = bench_searchsorted.BenchGrid(sizes=(100, 1000), dtypes=("float32", "int64"),
                                          skew_size=1000, skew_ratios=(1e-2, 1.0, 10.0))
     problems = grid.problems()
     assert Problem(100, 100, "int64", False) in problems
@@ -286,14 +293,14 @@ def test_bench_grid_problems():
 
 def test_bench_quick_writes_json_png_and_table(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setenv(_tuning.TUNING_DIR_ENV, str(tmp_path / "no-cache"))
+    monkeypatch.setenv(tuning.TUNING_DIR_ENV, str(tmp_path / "no-cache"))
     assert main(["bench", "--quick", "--sizes", "100", "--dtypes", "float32,int32",
                  "--skew-size", "100", "--skew-ratios", "0.1,10", "--repeats", "1",
                  "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Median ms per call" in out and "vs best jnp" in out and "% of copy" in out
     assert out.count("Legend:") == 2 and "N > M: a search need not read all of a" in out
-    kind = _tuning.device_kind()
+    kind = tuning.device_kind()
     data = json.loads((tmp_path / f"bench_{kind}.json").read_text())
     assert data["meta"]["grid"]["sizes"] == [100] and data["meta"]["cores"] >= 1
     assert {(r["problem"]["n"], r["problem"]["m"]) for r in data["results"]} == \
@@ -316,9 +323,9 @@ def test_bench_without_matplotlib_still_writes_json(tmp_path, monkeypatch, capsy
     def no_matplotlib(*args, **kwargs):
         raise ImportError("No module named 'matplotlib'")
 
-    monkeypatch.setattr(_bench_searchsorted, "plot_results", no_matplotlib)
-    grid = _bench_searchsorted.BenchGrid(sizes=(64,), dtypes=("float32",), skew_size=64,
+    monkeypatch.setattr(bench_searchsorted, "plot_results", no_matplotlib)
+    grid = bench_searchsorted.BenchGrid(sizes=(64,), dtypes=("float32",), skew_size=64,
                                          skew_ratios=(), repeats=1, budget_s=0.0)
-    table, paths = _bench_searchsorted.bench(grid, tmp_path)
+    table, paths = bench_searchsorted.bench(grid, tmp_path)
     assert set(paths) == {"json"} and paths["json"].exists()
     assert "pip install 'jaxsearch[bench]'" in capsys.readouterr().err

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from jaxsearch import _bench_resampling as rs
-from jaxsearch import _resampling_accuracy as accuracy
-from jaxsearch import _tuning
+from jaxsearch import tuning
 from jaxsearch.__main__ import main
+from jaxsearch.tools.bench import resampling as rs
+from jaxsearch.tools.bench import resampling_accuracy as accuracy
 
 
 @pytest.mark.parametrize("scheme", rs.SCHEMES)
@@ -81,7 +81,7 @@ def test_cli_resampling_family(tmp_path, capsys, monkeypatch):
                  "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Resampling: median ms per call" in out and "systematic 2x100 vmap" in out
-    saved = tmp_path / f"resampling_{_tuning.device_kind()}.json"
+    saved = tmp_path / f"resampling_{tuning.device_kind()}.json"
     data = json.loads(saved.read_text())
     assert {r["impl"] for r in data["results"]} >= {rs.HEADLINE, "numpy"}
     assert len(data["results"]) == 6 * len(rs.impls())
