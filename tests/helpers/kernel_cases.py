@@ -1,4 +1,5 @@
-"""Test data and cases shared by the GPU kernels' tests, Pallas and native Triton."""
+"""Test data, and the cases every GPU kernel backend must pass (`KernelCases`),
+shared by the kernels' tests: Pallas Triton, Mosaic GPU and native Triton."""
 
 import functools
 
@@ -94,114 +95,126 @@ def unsorted_cases(rng):
     ]
 
 
-# ---------------------------------------------------------------------------
-# The cases every GPU implementation must pass, written once. A test file
-# runs them by importing them (`from gpu_cases import *`, which takes
-# __all__: pytest collects what a test module holds) and defining the
-# fixtures they take:
-#   kernel, matrix_kernel, binary_kernel: names of its kernels, all of them,
-#     one of each kind and backend (where more warpgroups change nothing),
-#     and those that take needles in any order;
-#   case_search(kernel, a, v, side, out_dtype="int32"): one kernel on numpy
-#     arrays, in the interpreter or on the device, answers as numpy;
-#   vmap_search(kernel, a, v, side, in_axes): the same under jax.vmap.
-
-__all__ = [
-    "test_binary_search_any_needles",
-    "test_broken_promises_stay_in_range",
-    "test_dtypes",
-    "test_int32_inputs_both_answer_widths",
-    "test_sizes",
-    "test_subnormals_keep_ieee_order",
-    "test_vmap",
-]
-
 SIDES = ("left", "right")
 
 # Tile edges, both skews, single elements (tiles are 128 in the tests).
 SIZES = [(1, 1), (1, 300), (300, 1), (128, 128), (129, 127), (3000, 5), (5, 3000)]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dtypes(matrix_kernel, dtype, case_search):
-    rng = np.random.default_rng(0)
-    a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
-    out_dtype = "int64" if dtype in X64_DTYPES else "int32"
-    for side in SIDES:
-        result = case_search(matrix_kernel, a, v, side, out_dtype=out_dtype)
-        assert result.dtype == out_dtype
-        np.testing.assert_array_equal(result, expected(a, v, side))
-        with jax.enable_x64(dtype in X64_DTYPES):
+class KernelCases:
+    """The cases every GPU implementation must pass, written once: a test
+    file subclasses this (`class TestPallasKernels(KernelCases)`) and says
+    what to run them on.
+
+    Class attributes, names of the subclass's kernels (each test takes one
+    of them as `kernel`, `matrix_kernel` or `binary_kernel`):
+      KERNELS: all of them;
+      MATRIX_KERNELS: one of each kind and backend (where more warpgroups
+        change nothing);
+      BINARY_KERNELS: those that take needles in any order.
+
+    Fixtures, overridden by the subclass:
+      case_search: `search(kernel, a, v, side, out_dtype="int32")`, one
+        kernel on numpy arrays, in the interpreter or on the device, answers
+        as numpy;
+      vmap_search: `search(kernel, a, v, side, in_axes)`, the same under
+        jax.vmap.
+    """
+
+    KERNELS: tuple = ()
+    MATRIX_KERNELS: tuple = ()
+    BINARY_KERNELS: tuple = ()
+
+    def pytest_generate_tests(self, metafunc):
+        """Each case on each of the subclass's kernels it takes."""
+        for name, kernels in (("kernel", self.KERNELS), ("matrix_kernel", self.MATRIX_KERNELS),
+                              ("binary_kernel", self.BINARY_KERNELS)):
+            if name in metafunc.fixturenames:
+                metafunc.parametrize(name, kernels)
+
+    @pytest.fixture
+    def case_search(self):
+        raise NotImplementedError("a KernelCases subclass defines the case_search fixture")
+
+    @pytest.fixture
+    def vmap_search(self):
+        raise NotImplementedError("a KernelCases subclass defines the vmap_search fixture")
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_dtypes(self, matrix_kernel, dtype, case_search):
+        rng = np.random.default_rng(0)
+        a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)
+        out_dtype = "int64" if dtype in X64_DTYPES else "int32"
+        for side in SIDES:
+            result = case_search(matrix_kernel, a, v, side, out_dtype=out_dtype)
+            assert result.dtype == out_dtype
+            np.testing.assert_array_equal(result, expected(a, v, side))
+            with jax.enable_x64(dtype in X64_DTYPES):
+                np.testing.assert_array_equal(
+                    result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
+                )
+
+    @pytest.mark.parametrize("n, m", SIZES)
+    def test_sizes(self, kernel, n, m, case_search):
+        rng = np.random.default_rng(n * 10_000 + m)
+        a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
+        v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
+        for side in SIDES:
+            np.testing.assert_array_equal(case_search(kernel, a, v, side), expected(a, v, side))
+
+    def test_subnormals_keep_ieee_order(self, matrix_kernel, case_search):
+        # The kernels compare bits, as numpy does; XLA:CPU flushes subnormals in
+        # float compares, so jnp.searchsorted there treats them as zero.
+        tiny = np.float32(1e-45)
+        a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
+        v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
+        for side in SIDES:
             np.testing.assert_array_equal(
-                result, jnp.searchsorted(jnp.asarray(a), jnp.asarray(v), side=side)
+                case_search(matrix_kernel, a, v, side), np.searchsorted(a, v, side=side)
             )
 
+    def test_int32_inputs_both_answer_widths(self, matrix_kernel, case_search):
+        # Under x64 Python ints become int64: the kernels must not care.
+        rng = np.random.default_rng(2)
+        a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
+        v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
+        with jax.enable_x64(True):
+            for out_dtype in ("int32", "int64"):
+                result = case_search(matrix_kernel, a, v, "left", out_dtype=out_dtype)
+                assert result.dtype == out_dtype
+                np.testing.assert_array_equal(result, expected(a, v, "left"))
 
-@pytest.mark.parametrize("n, m", SIZES)
-def test_sizes(kernel, n, m, case_search):
-    rng = np.random.default_rng(n * 10_000 + m)
-    a = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
-    v = np.sort(rng.integers(-10, 1010, m)).astype(np.int32)
-    for side in SIDES:
-        np.testing.assert_array_equal(case_search(kernel, a, v, side), expected(a, v, side))
+    def test_broken_promises_stay_in_range(self, kernel, case_search):
+        rng = np.random.default_rng(3)
+        for a, v in unsorted_cases(rng):
+            for side in SIDES:
+                assert_in_range(case_search(kernel, a, v, side), len(a))
 
-
-def test_subnormals_keep_ieee_order(matrix_kernel, case_search):
-    # The kernels compare bits, as numpy does; XLA:CPU flushes subnormals in
-    # float compares, so jnp.searchsorted there treats them as zero.
-    tiny = np.float32(1e-45)
-    a = np.array([-tiny, -0.0, 0.0, tiny, 2 * tiny], np.float32)
-    v = np.array([-2 * tiny, -tiny, 0.0, tiny, 1.0], np.float32)
-    for side in SIDES:
-        np.testing.assert_array_equal(
-            case_search(matrix_kernel, a, v, side), np.searchsorted(a, v, side=side)
-        )
-
-
-def test_int32_inputs_both_answer_widths(matrix_kernel, case_search):
-    # Under x64 Python ints become int64: the kernels must not care.
-    rng = np.random.default_rng(2)
-    a = np.sort(rng.integers(0, 100, 300)).astype(np.int32)
-    v = np.sort(rng.integers(0, 100, 200)).astype(np.int32)
-    with jax.enable_x64(True):
-        for out_dtype in ("int32", "int64"):
-            result = case_search(matrix_kernel, a, v, "left", out_dtype=out_dtype)
-            assert result.dtype == out_dtype
-            np.testing.assert_array_equal(result, expected(a, v, "left"))
-
-
-def test_broken_promises_stay_in_range(kernel, case_search):
-    rng = np.random.default_rng(3)
-    for a, v in unsorted_cases(rng):
+    def test_binary_search_any_needles(self, binary_kernel, case_search):
+        rng = np.random.default_rng(4)
+        a = sample(rng, "float32", 300)
+        v = rng.permutation(sample(rng, "float32", 500))
         for side in SIDES:
-            assert_in_range(case_search(kernel, a, v, side), len(a))
+            np.testing.assert_array_equal(case_search(binary_kernel, a, v, side),
+                                          expected(a, v, side))
 
-
-def test_binary_search_any_needles(binary_kernel, case_search):
-    rng = np.random.default_rng(4)
-    a = sample(rng, "float32", 300)
-    v = rng.permutation(sample(rng, "float32", 500))
-    for side in SIDES:
-        np.testing.assert_array_equal(case_search(binary_kernel, a, v, side), expected(a, v, side))
-
-
-@pytest.mark.parametrize(
-    "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
-)
-def test_vmap(matrix_kernel, in_axes, vmap_search):
-    rng = np.random.default_rng(1)
-    batch = 3
-    a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
-    v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
-    a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
-    v_in = v[0] if in_axes[1] is None else v
-    want = [
-        expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
-        for b in range(batch)
-    ]
-    np.testing.assert_array_equal(
-        vmap_search(matrix_kernel, a_in, v_in, "right", in_axes), np.stack(want)
+    @pytest.mark.parametrize(
+        "in_axes", [(0, 0), (None, 0), (0, None), (1, 0)], ids=["both", "v", "a", "a_axis1"]
     )
+    def test_vmap(self, matrix_kernel, in_axes, vmap_search):
+        rng = np.random.default_rng(1)
+        batch = 3
+        a = np.sort(rng.normal(size=(batch, 200)), axis=1).astype(np.float32)
+        v = np.sort(rng.normal(size=(batch, 150)), axis=1).astype(np.float32)
+        a_in = a[0] if in_axes[0] is None else (a.T if in_axes[0] == 1 else a)
+        v_in = v[0] if in_axes[1] is None else v
+        want = [
+            expected(a[0 if in_axes[0] is None else b], v[0 if in_axes[1] is None else b], "right")
+            for b in range(batch)
+        ]
+        np.testing.assert_array_equal(
+            vmap_search(matrix_kernel, a_in, v_in, "right", in_axes), np.stack(want)
+        )
 
 
 def check_argument_errors(merge_path, binary_search, config_types):

@@ -1,7 +1,7 @@
 """Every GPU kernel compiled by XLA for an NVIDIA H200 that is not here.
 
 The lowering tests stop at Triton IR; these run XLA's whole GPU pipeline for
-an H200 (a compile-only topology, see `h200.py`), Triton and ptxas included,
+an H200 (a compile-only topology, see `helpers/h200.py`), Triton and ptxas included,
 with register spills made fatal. A config that spills or overflows shared
 memory fails to compile, and so fails its test. Compiled:
 
@@ -23,8 +23,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers import h200
 
-import h200
 import jaxsearch.pallas_kernels as pk
 
 MISSING = h200.missing_wheels()

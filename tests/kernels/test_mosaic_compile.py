@@ -1,6 +1,6 @@
 """The Mosaic GPU kernels compile for an H200, without a GPU, and none spills.
 
-The compile worker is `h200.py`'s (a compile-only CUDA topology, in a fresh
+The compile worker is `helpers/h200.py`'s (a compile-only CUDA topology, in a fresh
 process), run as on a jax that has lost Pallas' Triton backend, so that the
 dispatch chooses Mosaic GPU. Compiled: every config of the tuning space with
 each Mosaic GPU kernel (float32 and int64 keys, both sides, under vmap), and
@@ -11,12 +11,13 @@ report (MOSAIC_GPU_DUMP_PTXAS) is read instead. Without the `h200-compile`
 extra the tests skip, saying what to install.
 """
 
-import h200
 import pytest
+from helpers import h200
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS
 
-MISSING = pk.mosaic_available()[1] or h200.missing_wheels()
+MISSING = BACKENDS["mosaic"].import_error or h200.missing_wheels()
 # Keys of one 32-bit and one 64-bit dtype: the registers a config needs.
 CONFIG_CASES = h200.config_cases(pk.tuning_space(), dtypes=("float32", "int64"),
                                  implementations=("mosaic",))

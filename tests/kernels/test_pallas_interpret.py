@@ -5,7 +5,7 @@ Every case runs in the backends' interpreters on any backend and, marked
 `gpu`, compiled on a GPU when there is one (`pytest -m gpu`; Mosaic GPU
 needs compute capability 9.0 or above). Mosaic GPU's interpreter replaces
 the kernels' two inline Mosaic GPU operations (per-lane gather, masked store)
-by plain jnp, so only a GPU run checks those two; tests/test_mosaic_compile.py
+by plain jnp, so only a GPU run checks those two; test_mosaic_compile.py
 checks that they compile. Shapes are few and small: each new shape, dtype or
 config costs a compile (about 0.3 s; several seconds in Mosaic GPU's
 interpreter, which calls back to the host for every memory access).
@@ -14,17 +14,17 @@ interpreter, which calls back to the host for every memory access).
 import contextlib
 import functools
 
-import gpu_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import X64_DTYPES, expected, sample
-from gpu_cases import *  # noqa: F403  (the shared cases, gpu_cases.__all__, run on KERNELS)
+from helpers import kernel_cases
+from helpers.kernel_cases import X64_DTYPES, KernelCases, expected, sample
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS, BINARY_SEARCH, KERNEL_KINDS, MERGE_PATH
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -41,34 +41,30 @@ def interpret(request):
 
 # Small tiles and blocks, so that small inputs span many programs; the
 # "_wg2" Mosaic GPU kernels run two warpgroups per program.
+# The Pallas backends this jax has (Mosaic GPU's needs compute capability 9.0
+# on a device, but its interpreter runs anywhere it imports).
+PALLAS = not BACKENDS["pallas"].import_error
+MOSAIC = not BACKENDS["mosaic"].import_error
 KERNELS = {}
-if pk.pallas_available()[0]:
+if PALLAS:
+    merge, binary = (BACKENDS["pallas"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
     KERNELS.update(
-        merge_bisect=functools.partial(
-            pk.merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
-        ),
+        merge_bisect=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
         merge_compare=functools.partial(
-            pk.merge_path_searchsorted,
-            config=pk.MergePathConfig(tile=128, method="compare", chunk=32),
+            merge, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
         ),
-        binary=functools.partial(
-            pk.binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
-        ),
+        binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
     )
-if pk.mosaic_available()[0]:
+if MOSAIC:
+    merge, binary = (BACKENDS["mosaic"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
     KERNELS.update(
-        mosaic_merge=functools.partial(
-            pk.mosaic_merge_path_searchsorted, config=pk.MergePathConfig(tile=128)
-        ),
+        mosaic_merge=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
         mosaic_merge_wg2=functools.partial(
-            pk.mosaic_merge_path_searchsorted, config=pk.MergePathConfig(tile=256, num_warps=8)
+            merge, config=pk.MergePathConfig(tile=256, num_warps=8)
         ),
-        mosaic_binary=functools.partial(
-            pk.mosaic_binary_search_searchsorted, config=pk.BinarySearchConfig(block=128)
-        ),
+        mosaic_binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
         mosaic_binary_wg2=functools.partial(
-            pk.mosaic_binary_search_searchsorted,
-            config=pk.BinarySearchConfig(block=256, num_warps=8),
+            binary, config=pk.BinarySearchConfig(block=256, num_warps=8)
         ),
     )
 MERGE_KERNELS = [k for k in KERNELS if "merge" in k]
@@ -78,12 +74,10 @@ BINARY_KERNELS = [k for k in KERNELS if "binary" in k]
 MATRIX_KERNELS = [k for k in KERNELS if "wg2" not in k]
 
 
-# (merge path, binary search) wrappers of each backend this jax has.
+# (merge path, binary search) wrappers of each Pallas backend this jax has.
 WRAPPERS = {
-    backend: (getattr(pk, f"{prefix}merge_path_searchsorted"),
-              getattr(pk, f"{prefix}binary_search_searchsorted"))
-    for backend, prefix, (ok, _) in (("triton", "", pk.pallas_available()),
-                                     ("mosaic", "mosaic_", pk.mosaic_available()))
+    backend: tuple(BACKENDS[backend].kernel(kind) for kind in KERNEL_KINDS)
+    for backend, ok in (("pallas", PALLAS), ("mosaic", MOSAIC))
     if ok
 }
 DEFAULT_WRAPPERS = [fn for pair in WRAPPERS.values() for fn in pair]
@@ -105,38 +99,27 @@ def run(kernel, a, v, side, interpret, out_dtype="int32"):
         )
 
 
-# The fixtures of the shared cases (see gpu_cases.py).
+class TestPallasKernels(KernelCases):
+    """The cases every GPU implementation must pass (`KernelCases`), on the
+    Pallas kernels of both backends."""
 
+    KERNELS = tuple(KERNELS)
+    MATRIX_KERNELS = tuple(MATRIX_KERNELS)
+    BINARY_KERNELS = tuple(BINARY_KERNELS)
 
-@pytest.fixture(params=KERNELS)
-def kernel(request):
-    return request.param
+    @pytest.fixture
+    def case_search(self, interpret):
+        return functools.partial(run, interpret=interpret)
 
+    @pytest.fixture
+    def vmap_search(self, interpret):
+        def search(kernel, a, v, side, in_axes):
+            fn = functools.partial(
+                KERNELS[kernel], side=side, out_dtype=jnp.int32, interpret=interpret
+            )
+            return np.asarray(jax.jit(jax.vmap(fn, in_axes=in_axes))(a, v))
 
-@pytest.fixture(params=MATRIX_KERNELS)
-def matrix_kernel(request):
-    return request.param
-
-
-@pytest.fixture(params=BINARY_KERNELS)
-def binary_kernel(request):
-    return request.param
-
-
-@pytest.fixture
-def case_search(interpret):
-    return functools.partial(run, interpret=interpret)
-
-
-@pytest.fixture
-def vmap_search(interpret):
-    def search(kernel, a, v, side, in_axes):
-        fn = functools.partial(
-            KERNELS[kernel], side=side, out_dtype=jnp.int32, interpret=interpret
-        )
-        return np.asarray(jax.jit(jax.vmap(fn, in_axes=in_axes))(a, v))
-
-    return search
+        return search
 
 
 @pytest.mark.parametrize("kernel", MATRIX_KERNELS)
@@ -159,18 +142,20 @@ def test_empty(kernel):
 def test_merge_path_property(kernel, data):
     # Fixed shapes (one compile), random contents with heavy ties; sometimes
     # unsorted, where only the range [0, N] is promised.
-    draw_array = lambda size, lo, hi: np.array(
-        data.draw(st.lists(st.integers(lo, hi), min_size=size, max_size=size)), np.int8
-    )
+    def draw_array(size, lo, hi):
+        return np.array(
+            data.draw(st.lists(st.integers(lo, hi), min_size=size, max_size=size)), np.int8
+        )
+
     a, v = draw_array(40, 0, 8), draw_array(70, -1, 9)
     sort_a, sort_v = data.draw(st.booleans()), data.draw(st.booleans())
     a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
     side = data.draw(st.sampled_from(["left", "right"]))
-    gpu_cases.check_promise(run(kernel, a, v, side, True), a, v, side, sort_a and sort_v)
+    kernel_cases.check_promise(run(kernel, a, v, side, True), a, v, side, sort_a and sort_v)
 
 
 def test_default_configs(interpret):
-    a, v = gpu_cases.default_config_inputs()
+    a, v = kernel_cases.default_config_inputs()
     for fn in DEFAULT_WRAPPERS:
         result = fn(
             jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
@@ -221,16 +206,16 @@ def test_sort_key_total_order():
 
 @pytest.mark.parametrize("backend", WRAPPERS)
 def test_argument_checks(backend):
-    gpu_cases.check_argument_errors(
+    kernel_cases.check_argument_errors(
         *WRAPPERS[backend], (pk.MergePathConfig, pk.BinarySearchConfig)
     )
 
 
-@pytest.mark.skipif(not pk.mosaic_available()[0], reason="no Mosaic GPU in this jax")
+@pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
 def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
     f32 = jnp.ones(4, jnp.float32)
     with pytest.raises(ValueError, match="multiple of 128"):
-        pk.mosaic_binary_search_searchsorted(
+        BACKENDS["mosaic"].kernel(BINARY_SEARCH)(
             f32, f32, side="left", out_dtype=jnp.int32, config=pk.BinarySearchConfig(block=64)
         )
 

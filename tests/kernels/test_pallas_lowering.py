@@ -10,17 +10,18 @@ A config that does not lower or verify fails here, before any GPU sees it.
 import jax
 import jax.numpy as jnp
 import pytest
-from jax._src.lib.mlir import ir
-from gpu_cases import SAMPLE_CONFIGS
-from lowering import (
+from helpers.kernel_cases import SAMPLE_CONFIGS
+from helpers.lowering import (
     backend_config,
     lower_for_cuda,
     triton_calls,
     triton_dialect,
     verified_triton_module,
 )
+from jax._src.lib.mlir import ir
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS, kernel_kind
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -33,7 +34,10 @@ def check_lowering(fn, a, v, *, grid, num_warps, num_stages):
     """Lowers for CUDA and checks the one Triton call it must contain."""
     [call] = triton_calls(lower_for_cuda(fn, a, v))
     config = backend_config(call)
-    i32 = lambda name: ir.IntegerAttr(config[name]).value
+
+    def i32(name):
+        return ir.IntegerAttr(config[name]).value
+
     assert (i32("grid_x"), i32("grid_y"), i32("grid_z")) == grid
     assert i32("num_warps") == num_warps
     assert i32("num_stages") == num_stages
@@ -45,9 +49,7 @@ def check_lowering(fn, a, v, *, grid, num_warps, num_stages):
 
 
 def kernel_for(config, side, out_dtype=jnp.int32):
-    fn = (
-        pk.merge_path_searchsorted if config.kind == "merge_path" else pk.binary_search_searchsorted
-    )
+    fn = BACKENDS["pallas"].kernel(kernel_kind(config.kind))
     return lambda a, v: fn(a, v, side=side, out_dtype=out_dtype, config=config)
 
 

@@ -21,9 +21,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import SAMPLE_CONFIGS
+from helpers.kernel_cases import SAMPLE_CONFIGS
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels.triton import searchsorted as triton_searchsorted
+from jaxsearch.pallas_kernels.triton import (
+    triton_available,
+    triton_binary_search_searchsorted,
+    triton_merge_path_searchsorted,
+)
 
 triton = pytest.importorskip(
     "triton",
@@ -35,9 +41,9 @@ if os.environ.get("TRITON_INTERPRET") == "1":
         "TRITON_INTERPRET=1: Triton would build interpreted kernels", allow_module_level=True
     )
 
-from triton.backends.compiler import GPUTarget
+from triton.backends.compiler import GPUTarget  # noqa: E402  (once triton is there)
 
-_Launch = pk.triton.searchsorted._Launch
+_Launch = triton_searchsorted._Launch
 SM90 = GPUTarget("cuda", 90, 32)
 GFX942 = GPUTarget("hip", "gfx942", 64)
 # Shared memory per block: Hopper's largest (with the opt-in); MI300's LDS.
@@ -188,15 +194,15 @@ def sorted_floats(rng, size):
 @pytest.mark.parametrize("index, config", list(enumerate(pk.tuning_space())), ids=str)
 def test_tuning_space_on_device(index, config):
     """Every config the autotuner may pick gives exact answers on the GPU."""
-    available, reason = pk.triton_available()
+    available, reason = triton_available()
     if not available:
         pytest.skip(reason)
     rng = np.random.default_rng(7)
     a, v = sorted_floats(rng, 100_003), sorted_floats(rng, 70_001)
     fn = (
-        pk.triton_merge_path_searchsorted
+        triton_merge_path_searchsorted
         if config.kind == "merge_path"
-        else pk.triton_binary_search_searchsorted
+        else triton_binary_search_searchsorted
     )
     side = ("left", "right")[index % 2]
     result = fn(jnp.asarray(a), jnp.asarray(v), side=side, out_dtype=jnp.int32, config=config)

@@ -22,16 +22,25 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 
-import gpu_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gpu_cases import X64_DTYPES, expected, sample
-from gpu_cases import *  # noqa: F403  (the shared cases, gpu_cases.__all__, run on KERNELS)
+from helpers import kernel_cases
+from helpers.kernel_cases import X64_DTYPES, KernelCases, expected, sample
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels.triton import searchsorted as triton_searchsorted
+from jaxsearch.pallas_kernels.triton import (
+    triton_available,
+    triton_binary_search_searchsorted,
+    triton_merge_path_searchsorted,
+)
+
+# Where `helpers` is, for the worker process (this file run as a script).
+TESTS = Path(__file__).resolve().parents[1]
 
 ON_GPU = jax.default_backend() == "gpu"
 
@@ -51,11 +60,9 @@ MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
 
 
 def wrapper(kernel):
-    return (
-        pk.triton_binary_search_searchsorted
-        if kernel == "binary"
-        else pk.triton_merge_path_searchsorted
-    )
+    if kernel == "binary":
+        return triton_binary_search_searchsorted
+    return triton_merge_path_searchsorted
 
 
 def search(kernel, a, v, side, *, interpret, out_dtype="int32", config=None):
@@ -107,7 +114,7 @@ def search_nested_vmap(kernel, a, v, *, interpret):
 def search_vmap_split_grid(kernel, a, v, in_axes, *, interpret):
     """`search_vmap` with a grid limit of 2 batch rows per launch, so that a
     batch goes out in several launches (as one past 65535 rows would)."""
-    module = pk.triton.searchsorted
+    module = triton_searchsorted
     saved, module._MAX_GRID_Y = module._MAX_GRID_Y, 2
     try:
         return search_vmap(kernel, a, v, "left", in_axes, interpret=interpret)
@@ -117,13 +124,16 @@ def search_vmap_split_grid(kernel, a, v, in_axes, *, interpret):
 
 def search_grad(kernel, a, v, *, interpret):
     """Gradient of a float of the answers: zero, as for jnp.searchsorted."""
-    fn = lambda a: (
-        wrapper(kernel)(
-            a, v, side="left", out_dtype=jnp.int32, config=CONFIGS[kernel], interpret=interpret
+    def fn(a):
+        return (
+            wrapper(kernel)(
+                a, v, side="left", out_dtype=jnp.int32, config=CONFIGS[kernel],
+                interpret=interpret,
+            )
+            .sum()
+            .astype(jnp.float32)
         )
-        .sum()
-        .astype(jnp.float32)
-    )
+
     return np.asarray(jax.grad(fn)(jnp.asarray(a)))
 
 
@@ -136,7 +146,7 @@ def launch_kernel(kind, a, v, side, *, wide, rows, interpret):
     assert interpret, "torch CPU tensors run in the interpreter only"
 
     config = CONFIGS["merge_bisect" if kind == "merge_path" else "binary"]
-    spec = pk.triton.searchsorted._Launch(kind, config, side, np.dtype(np.int64), interpret=True)
+    spec = triton_searchsorted._Launch(kind, config, side, np.dtype(np.int64), interpret=True)
     n, m = a.shape[-1], v.shape[-1]
     grid_x, constexprs = spec.grid_and_constexprs(n, m)
     constexprs["WIDE"] = wide
@@ -179,8 +189,9 @@ class Worker:
     """A process running this file with TRITON_INTERPRET=1."""
 
     def __init__(self):
-        env = dict(os.environ, TRITON_INTERPRET="1", JAX_PLATFORMS="cpu")
-        # Outside the source tree, as tests/processes.py runs Python.
+        path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, TRITON_INTERPRET="1", JAX_PLATFORMS="cpu", PYTHONPATH=path)
+        # Outside the source tree, as tests/helpers/processes.py runs Python.
         self.scratch = tempfile.TemporaryDirectory()
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve"],
@@ -245,42 +256,35 @@ def run(request):
     """Calls a function above by name, in the interpreter or on the GPU."""
     if request.param == "interpret":
         return request.getfixturevalue("worker")
-    available, reason = pk.triton_available()
+    available, reason = triton_available()
     if not available:
         pytest.skip(reason)
     return on_device
 
 
 # ---------------------------------------------------------------------------
-# The cases (those shared with test_pallas_interpret.py live in gpu_cases.py),
-# and the fixtures the shared ones take.
+# The cases: those shared with test_pallas_interpret.py (`KernelCases`), then
+# this file's own.
 
 
-@pytest.fixture(params=KERNELS)
-def kernel(request):
-    return request.param
+class TestTritonKernels(KernelCases):
+    """The cases every GPU implementation must pass (`KernelCases`), on the
+    native Triton kernels."""
 
+    KERNELS = tuple(KERNELS)
+    MATRIX_KERNELS = tuple(KERNELS)  # Each native Triton kernel is one of a kind.
+    BINARY_KERNELS = ("binary",)
 
-@pytest.fixture(params=KERNELS)  # Each native Triton kernel is one of a kind.
-def matrix_kernel(request):
-    return request.param
+    @pytest.fixture
+    def case_search(self, run):
+        def search(kernel, a, v, side, out_dtype="int32"):
+            return run("search", kernel, a, v, side, out_dtype=out_dtype)
 
+        return search
 
-@pytest.fixture(params=["binary"])
-def binary_kernel(request):
-    return request.param
-
-
-@pytest.fixture
-def case_search(run):
-    return lambda kernel, a, v, side, out_dtype="int32": run(
-        "search", kernel, a, v, side, out_dtype=out_dtype
-    )
-
-
-@pytest.fixture
-def vmap_search(run):
-    return functools.partial(run, "search_vmap")
+    @pytest.fixture
+    def vmap_search(self, run):
+        return functools.partial(run, "search_vmap")
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -365,11 +369,11 @@ def test_merge_path_random_ties(kernel, run):
         a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
         side = ("left", "right")[trial % 2]
         result = run("search", kernel, a, v, side)
-        gpu_cases.check_promise(result, a, v, side, sort_a and sort_v)
+        kernel_cases.check_promise(result, a, v, side, sort_a and sort_v)
 
 
 def test_default_configs(run):
-    a, v = gpu_cases.default_config_inputs()
+    a, v = kernel_cases.default_config_inputs()
     for kernel in ("merge_bisect", "binary"):
         result = run(
             "search",
@@ -407,15 +411,15 @@ def test_kernel_on_torch_tensors(kind, worker):
 
 
 def test_argument_checks():
-    gpu_cases.check_argument_errors(
-        pk.triton_merge_path_searchsorted,
-        pk.triton_binary_search_searchsorted,
+    kernel_cases.check_argument_errors(
+        triton_merge_path_searchsorted,
+        triton_binary_search_searchsorted,
         (pk.MergePathConfig, pk.BinarySearchConfig),
     )
 
 
 def test_availability_is_explained():
-    available, reason = pk.triton_available()
+    available, reason = triton_available()
     assert isinstance(available, bool) and reason
     try:
         from jax._src.lib import gpu_triton
@@ -429,12 +433,12 @@ def test_availability_is_explained():
     elif not available and "jax-triton" in reason and "cannot lower" in reason:
         # Installed, but its lowering fails with this jax: the reason says so.
         assert jax.__version__ in reason
-    ok, why = pk.triton_available(interpret=True)
+    ok, why = triton_available(interpret=True)
     assert isinstance(ok, bool) and why
 
 
 def test_package_import_loads_no_triton():
-    from processes import run_python
+    from helpers.processes import run_python
 
     result = run_python(
         "-c",
@@ -457,7 +461,7 @@ def test_interpret_mode_needs_the_environment_variable():
     if os.environ.get("TRITON_INTERPRET") == "1":
         pytest.skip("TRITON_INTERPRET=1 is set in this process")
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
-        pk.triton_merge_path_searchsorted(
+        triton_merge_path_searchsorted(
             jnp.ones(4), jnp.ones(4), side="left", out_dtype=jnp.int32, interpret=True
         )
 
