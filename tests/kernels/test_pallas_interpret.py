@@ -39,12 +39,12 @@ def interpret(request):
     return request.param
 
 
-# Small tiles and blocks, so that small inputs span many programs; the
-# "_wg2" Mosaic GPU kernels run two warpgroups per program.
 # The Pallas backends this jax has (Mosaic GPU's needs compute capability 9.0
 # on a device, but its interpreter runs anywhere it imports).
 PALLAS = not BACKENDS["pallas"].import_error
 MOSAIC = not BACKENDS["mosaic"].import_error
+# Small tiles and blocks, so that small inputs span many programs; the
+# "_wg2" Mosaic GPU kernels run two warpgroups per program.
 KERNELS = {}
 if PALLAS:
     merge, binary = (BACKENDS["pallas"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
