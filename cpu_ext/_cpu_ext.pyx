@@ -11,6 +11,8 @@
 # module-level tables and the C compiler sees one module, as before the split.
 from cpython.pycapsule cimport PyCapsule_New
 
+cimport cumsum_search
+
 include "ffi_common.pxi"
 include "searchsorted_handler.pxi"
 include "cumsum_handler.pxi"
@@ -18,6 +20,11 @@ include "cumsum_handler.pxi"
 ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
 MAX_THREADS = MAX_CALL_THREADS
+# The dtypes the kernels take as they are, by numpy's names.
+KEY_DTYPE_NAMES = dtype_names(KEY_DTYPES, KEY_DTYPE_COUNT)
+WEIGHT_DTYPE_NAMES = dtype_names(WEIGHT_DTYPES, WEIGHT_DTYPE_COUNT)
+# The longest segment searchsorted_cumsum takes (its `segment` attribute).
+MAX_SEGMENT = cumsum_search.MAX_SEGMENT
 
 
 def handler_capsule():

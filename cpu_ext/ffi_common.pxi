@@ -81,6 +81,11 @@ cdef bint dtype_in(XLA_FFI_DataType dtype, const NamedDtype* table, int count) n
     return False
 
 
+cdef tuple dtype_names(const NamedDtype* table, int count):
+    """numpy's names of a table's dtypes, in its order."""
+    return tuple([table[k].name.decode() for k in range(count)])
+
+
 cdef bint is_index_dtype(XLA_FFI_DataType dtype) noexcept nogil:
     """Whether an output of this dtype can hold the answers: int32 or int64."""
     return dtype == XLA_FFI_DataType_S32 or dtype == XLA_FFI_DataType_S64
