@@ -202,11 +202,8 @@ cdef void cumsum_run_typed(CumsumJob* job, int phase, long part, const weight_t*
         cumsum_bisect_part(job, part, v, out, <const LeftSide*>NULL)
 
 
-cdef void cumsum_run_weight(CumsumJob* job, int phase, long part,
-                            const weight_t* kind) noexcept nogil:
-    """The part at weight type weight_t, which the null pointer `kind` picks."""
-    cdef const weight_t* w = <const weight_t*>job.shape.a_buf.data
-    cdef const weight_t* v = <const weight_t*>job.shape.v_buf.data
+cdef void cumsum_run_weight(CumsumJob* job, int phase, long part, const weight_t* w,
+                            const weight_t* v) noexcept nogil:
     if job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         cumsum_run_typed(job, phase, part, w, v, <int32_t*>job.shape.out_buf.data)
     else:
@@ -216,9 +213,11 @@ cdef void cumsum_run_weight(CumsumJob* job, int phase, long part,
 cdef void cumsum_run_part(CumsumJob* job, int phase, long part) noexcept nogil:
     """The part at the C type of its weights, one of WEIGHT_DTYPES."""
     if job.shape.a_buf.dtype == XLA_FFI_DataType_F32:
-        cumsum_run_weight(job, phase, part, <const float*>NULL)
+        cumsum_run_weight(job, phase, part, <const float*>job.shape.a_buf.data,
+                          <const float*>job.shape.v_buf.data)
     else:
-        cumsum_run_weight(job, phase, part, <const double*>NULL)
+        cumsum_run_weight(job, phase, part, <const double*>job.shape.a_buf.data,
+                          <const double*>job.shape.v_buf.data)
 
 
 cdef bint phase_over(CumsumJob* job, int phase) noexcept nogil:

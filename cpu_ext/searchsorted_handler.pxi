@@ -115,10 +115,7 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
         search_slice(a, job.shape.n, v, hi - lo, out, job, <const LeftSide*>NULL)
 
 
-cdef void run_key(const SearchJob* job, long part, const key_t* kind) noexcept nogil:
-    """The part at key type key_t, which the null pointer `kind` picks."""
-    cdef const key_t* a = <const key_t*>job.shape.a_buf.data
-    cdef const key_t* v = <const key_t*>job.shape.v_buf.data
+cdef void run_key(const SearchJob* job, long part, const key_t* a, const key_t* v) noexcept nogil:
     if job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_typed(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     else:
@@ -127,19 +124,21 @@ cdef void run_key(const SearchJob* job, long part, const key_t* kind) noexcept n
 
 cdef void run_part(const SearchJob* job, long part) noexcept nogil:
     """The part's kernels at the C type of its keys, one of KEY_DTYPES."""
+    cdef const void* a = job.shape.a_buf.data
+    cdef const void* v = job.shape.v_buf.data
     cdef XLA_FFI_DataType dt = job.shape.a_buf.dtype
-    if dt == XLA_FFI_DataType_F32: run_key(job, part, <const float*>NULL)
-    elif dt == XLA_FFI_DataType_F64: run_key(job, part, <const double*>NULL)
-    elif dt == XLA_FFI_DataType_S32: run_key(job, part, <const int32_t*>NULL)
-    elif dt == XLA_FFI_DataType_S64: run_key(job, part, <const int64_t*>NULL)
-    elif dt == XLA_FFI_DataType_S8: run_key(job, part, <const int8_t*>NULL)
-    elif dt == XLA_FFI_DataType_S16: run_key(job, part, <const int16_t*>NULL)
+    if dt == XLA_FFI_DataType_F32: run_key(job, part, <const float*>a, <const float*>v)
+    elif dt == XLA_FFI_DataType_F64: run_key(job, part, <const double*>a, <const double*>v)
+    elif dt == XLA_FFI_DataType_S32: run_key(job, part, <const int32_t*>a, <const int32_t*>v)
+    elif dt == XLA_FFI_DataType_S64: run_key(job, part, <const int64_t*>a, <const int64_t*>v)
+    elif dt == XLA_FFI_DataType_S8: run_key(job, part, <const int8_t*>a, <const int8_t*>v)
+    elif dt == XLA_FFI_DataType_S16: run_key(job, part, <const int16_t*>a, <const int16_t*>v)
     # A bool is one byte holding 0 or 1, and False < True: compare as uint8.
     elif dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_PRED:
-        run_key(job, part, <const uint8_t*>NULL)
-    elif dt == XLA_FFI_DataType_U16: run_key(job, part, <const uint16_t*>NULL)
-    elif dt == XLA_FFI_DataType_U32: run_key(job, part, <const uint32_t*>NULL)
-    else: run_key(job, part, <const uint64_t*>NULL)
+        run_key(job, part, <const uint8_t*>a, <const uint8_t*>v)
+    elif dt == XLA_FFI_DataType_U16: run_key(job, part, <const uint16_t*>a, <const uint16_t*>v)
+    elif dt == XLA_FFI_DataType_U32: run_key(job, part, <const uint32_t*>a, <const uint32_t*>v)
+    else: run_key(job, part, <const uint64_t*>a, <const uint64_t*>v)
 
 
 cdef void search_work(void* data) noexcept nogil:
