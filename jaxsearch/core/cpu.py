@@ -20,6 +20,7 @@ CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 try:
     from .._cpu_ext import (
         KERNEL_NAMES,
+        MAX_SEGMENT,  # noqa: F401 (the cumsum kernel's longest segment, read by cumsum)
         ORDER_NAMES,
         cumsum_handler_capsule,
         handler_capsule,
@@ -121,7 +122,7 @@ def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtyp
       order: "any", "sorted" (trust that each row of v is sorted) or "check".
       out_dtype: int32 or int64.
       threads: at most this many threads, in [1, MAX_THREADS].
-      segment: weights per segment, at most `cumsum.MAX_SEGMENT`: no running
+      segment: weights per segment, at most the extension's `MAX_SEGMENT`: no running
         sum runs longer than this from an exactly rounded base, which bounds
         its rounding error.
 

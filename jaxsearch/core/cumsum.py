@@ -29,10 +29,11 @@ from . import checks, cpu, rows, rules
 from .implementations import CUMSUM_IMPLEMENTATIONS, CYTHON, XLA, check_implementation
 
 searchsorted_cumsum_p = Primitive("jaxsearch_searchsorted_cumsum")
-# Longest run of the kernel's running sum from an accurately summed base: its
-# relative rounding error stays below (4096 + a few) * 2^-53 < 1e-12 for
-# non-negative weights (the float64 contract, with room to spare).
-MAX_SEGMENT = 4096
+# The CPU kernel's segments run from `_MIN_SEGMENT` weights to the
+# extension's `MAX_SEGMENT` (4096): no running sum runs longer than that from
+# an accurately summed base, so its relative rounding error stays below
+# (4096 + a few) * 2^-53 < 1e-12 for non-negative weights (the float64
+# contract, with room to spare).
 _MIN_SEGMENT = 256
 # Weights and needles below which one thread is faster than several.
 _MIN_PARALLEL = 1 << 15
@@ -152,9 +153,9 @@ def _cpu_plan(w_shape, v_shape) -> tuple[int, int]:
     threads = 1 if batch_rows * (n + m) < _MIN_PARALLEL else \
         min(cpu.available_cores(), cpu.MAX_THREADS)
     # About 16 parts of 4 segments per thread (as the search's parts),
-    # within MAX_SEGMENT.
+    # within the kernel's MAX_SEGMENT.
     per_segment = batch_rows * n // (threads * 16 * 4)
-    segment = min(MAX_SEGMENT, max(_MIN_SEGMENT, 1 << max(per_segment, 1).bit_length()))
+    segment = min(cpu.MAX_SEGMENT, max(_MIN_SEGMENT, 1 << max(per_segment, 1).bit_length()))
     return threads, segment
 
 
