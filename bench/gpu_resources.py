@@ -2,7 +2,7 @@
 
 Compiles each config of the tuning space (and each heuristic default at the
 sizes given) for an NVIDIA H200 that need not be here, with XLA's whole GPU
-pipeline (see tests/h200.py), and prints what ptxas -v and XLA's launch plan
+pipeline (see tests/helpers/h200.py), and prints what ptxas -v and XLA's launch plan
 say of each kernel: registers per thread, spill stores and loads, stack,
 threads per program and shared memory per program. A config that spills
 shows "SPILLS" (the compile was refused: spills are fatal there).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import h200  # noqa: E402  (tests/h200.py: the H200 and the compile worker)
+from helpers import h200  # noqa: E402  (tests/helpers/h200.py: the H200 and its worker)
 
 COLUMNS = ["implementation", "kernel", "config", "dtype", "side", "compiled", "registers",
            "spill stores", "spill loads", "stack", "threads", "shared memory"]

@@ -152,7 +152,7 @@ def kernel_kind(name: str) -> KernelKind:
 # that spill registers on an H200 for some key dtype, as compiled by XLA from
 # jax 0.10.2 (tile 512 with 4 warps, 1024 and 2048 with 8: 8 bytes for 16-
 # and 32-bit integer keys under vmap; 4096 with 4 for 64-bit keys) or 0.12
-# (64 elements per thread and more). tests/test_h200_compile.py compiles
+# (64 elements per thread and more). tests/kernels/test_h200_compile.py compiles
 # every config to keep it so.
 _MERGE_BISECT_LAUNCHES = ((256, 4), (256, 8), (512, 8), (1024, 4), (1024, 16), (2048, 4),
                           (2048, 16), (4096, 8))

@@ -94,7 +94,7 @@ def test_autotune_refuses_a_platform_it_cannot_tune(tmp_path):
 def test_gpu_sweep_in_interpret_mode(caches):
     pk = pytest.importorskip("jaxsearch.pallas_kernels")
     user, _ = caches
-    grid = dataclasses.replace(autotune_grid.QUICK, dtypes=("float32",), gpu_sizes=(256,),
+    grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("float32",), gpu_sizes=(256,),
                                repeats=1, budget_s=0.0)
     space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
     progress = Progress(autotune_gpu.gpu_steps(grid, space), "test")
@@ -126,7 +126,7 @@ def test_gpu_sweep_in_interpret_mode(caches):
 
 def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
     user, _ = caches
-    grid = dataclasses.replace(autotune_grid.QUICK, dtypes=("int32",), sizes=(64,),
+    grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("int32",), sizes=(64,),
                                ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
     progress = Progress(autotune_cpu.cpu_steps(grid), "test")
     (entry,) = autotune_cpu.tune_cpu(grid, progress)

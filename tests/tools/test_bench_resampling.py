@@ -1,5 +1,6 @@
 """The resampling benchmark family: inputs, peers, accuracy column, CLI (no timing asserts)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -24,7 +25,7 @@ def test_sorted_uniforms(scheme):
 
 
 def test_make_inputs_are_normalised_weights_and_sorted_uniforms():
-    w, u = rs.make_inputs(rs.Problem("stratified", 500, filters=3))
+    w, u = rs.make_inputs(rs.ResamplingProblem("stratified", 500, filters=3))
     assert w.shape == u.shape == (3, 500) and w.dtype == u.dtype == np.float32
     np.testing.assert_allclose(w.sum(axis=1), 1, rtol=1e-5)
     assert np.all(w >= 0) and np.all(np.diff(u, axis=1) >= 0)
@@ -48,7 +49,8 @@ def test_run_reports_times_and_accuracy():
     chosen = [impls[rs.HEADLINE], impls["jnp default"], impls["numpy"], impls[rs.FLOOR]]
     if rs.NUMBA in impls:
         chosen.append(impls[rs.NUMBA])
-    problems = [rs.Problem("systematic", 3000), rs.Problem("multinomial", 200, filters=4)]
+    problems = [rs.ResamplingProblem("systematic", 3000),
+                rs.ResamplingProblem("multinomial", 200, filters=4)]
     results = rs.run(problems, chosen, repeats=2, budget_s=0.01)
     assert len(results) == len(problems) * len(chosen)
     for r in results:
@@ -69,14 +71,15 @@ def test_numba_peer_matches_a_float32_running_sum():
     peer = rs.numba_impl()
     if peer is None:
         pytest.skip("numba is not installed")
-    w, u = rs.make_inputs(rs.Problem("systematic", 2000, filters=2))
+    w, u = rs.make_inputs(rs.ResamplingProblem("systematic", 2000, filters=2))
     out = np.asarray(peer.build(2000, True)(w, u))
     expected = [np.minimum(np.searchsorted(np.cumsum(wr), ur), 1999) for wr, ur in zip(w, u)]
     assert np.abs(out - np.array(expected)).max() <= 1
 
 
 def test_cli_resampling_family(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(rs, "QUICK", dict(sizes=(300,), batch=(2, 100)))
+    monkeypatch.setattr(rs, "GRIDS", dataclasses.replace(
+        rs.GRIDS, quick=rs.ResamplingGrid(sizes=(300,), batch=(2, 100))))
     assert main(["bench", "--family", "resampling", "--quick", "--repeats", "2",
                  "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..grids import Grids
+
 
 @dataclasses.dataclass(frozen=True)
 class TuneGrid:
@@ -19,9 +21,10 @@ class TuneGrid:
     threads: bool = True  # tune threads and min_parallel too
 
 
-QUICK = TuneGrid(dtypes=("float32", "int32"), sizes=(10**5, 10**6, 10**7),
-                 ratios=tuple(4**k for k in range(7)), gpu_sizes=(10**6, 10**7),
-                 repeats=5, budget_s=0.3)
-FULL = TuneGrid(dtypes=("float32", "int32", "float64", "int64"),
-                sizes=(10**4, 10**5, 10**6, 10**7), ratios=tuple(2**k for k in range(13)),
-                gpu_sizes=(10**5, 10**6, 10**7, 10**8))
+GRIDS = Grids(
+    quick=TuneGrid(dtypes=("float32", "int32"), sizes=(10**5, 10**6, 10**7),
+                   ratios=tuple(4**k for k in range(7)), gpu_sizes=(10**6, 10**7),
+                   repeats=5, budget_s=0.3),
+    full=TuneGrid(dtypes=("float32", "int32", "float64", "int64"),
+                  sizes=(10**4, 10**5, 10**6, 10**7), ratios=tuple(2**k for k in range(13)),
+                  gpu_sizes=(10**5, 10**6, 10**7, 10**8)))

@@ -31,6 +31,7 @@ from jax import lax
 from ... import tuning
 from ...core.api import searchsorted
 from ...core.cumsum import searchsorted_cumsum
+from ..grids import Grids
 from .format import (
     MARKER_TEXT,
     MEDIAN_TEXT,
@@ -64,7 +65,7 @@ FLOOR = "XLA floor"
 
 
 @dataclasses.dataclass(frozen=True)
-class Problem:
+class ResamplingProblem:
     """`filters` particle filters of `n` particles each, resampled by `scheme`
     (filters > 1: under jax.vmap)."""
 
@@ -99,7 +100,7 @@ def sorted_uniforms(scheme: str, n: int, rng: np.random.Generator) -> np.ndarray
     return np.minimum(u.astype(np.float32), np.nextafter(np.float32(1), np.float32(0)))
 
 
-def make_inputs(problem: Problem, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_inputs(problem: ResamplingProblem, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Normalised float32 weights (from Gaussian log-weights) and sorted
     uniforms, each of shape (filters, n)."""
     rng = np.random.default_rng(seed)
@@ -114,7 +115,7 @@ def make_inputs(problem: Problem, seed: int = 0) -> tuple[np.ndarray, np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
-class Impl:
+class ResamplingImpl:
     """One way to compute ancestors: `build(n, batched)` gives a function of
     (w, u) arrays of shape (filters, n); `host` ones take numpy arrays.
     `cost(n)`: rough seconds per filter on a 2-core CPU, to skip peers that
@@ -158,7 +159,7 @@ def _numba_kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
     return resample
 
 
-def numba_impl() -> Impl | None:
+def numba_impl() -> ResamplingImpl | None:
     """The numba loop through jax.pure_callback (None without numba)."""
     try:
         kernel = _numba_kernel()
@@ -177,10 +178,10 @@ def numba_impl() -> Impl | None:
         return jax.pure_callback(lambda a, b: host(a[None], b[None])[0] if a.ndim == 1
                                  else host(a, b), shape, w, u, vmap_method="broadcast_all")
 
-    return Impl(NUMBA, _jitted(row))
+    return ResamplingImpl(NUMBA, _jitted(row))
 
 
-def numpy_impl() -> Impl:
+def numpy_impl() -> ResamplingImpl:
     """numpy on the host: its float32 cumsum and searchsorted."""
     def build(n: int, batched: bool) -> Callable[[Any, Any], Any]:
         def ancestors(w: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -188,25 +189,25 @@ def numpy_impl() -> Impl:
                              for wr, ur in zip(w, u)])
         return ancestors
 
-    return Impl("numpy", build, host=True)
+    return ResamplingImpl("numpy", build, host=True)
 
 
-def impls() -> list[Impl]:
+def impls() -> list[ResamplingImpl]:
     """searchsorted_cumsum, jaxsearch.searchsorted on jnp.cumsum, the numba
     callback, jnp's sort and default methods, and numpy on the host."""
     out = [
-        Impl(HEADLINE, _jitted(
+        ResamplingImpl(HEADLINE, _jitted(
             lambda w, u: searchsorted_cumsum(w, u, sorted_v=True))),
-        Impl("jaxsearch.searchsorted(jnp.cumsum)", _jitted(
+        ResamplingImpl("jaxsearch.searchsorted(jnp.cumsum)", _jitted(
             lambda w, u: searchsorted(jnp.cumsum(w), u, sorted_v=True))),
-        Impl("jnp sort", _jitted(
+        ResamplingImpl("jnp sort", _jitted(
             lambda w, u: jnp.searchsorted(jnp.cumsum(w), u, method="sort")),
             cost=lambda n: 3.6e-8 * n * log2_size(2 * n)),
-        Impl("jnp default", _jitted(lambda w, u: jnp.searchsorted(jnp.cumsum(w), u)),
+        ResamplingImpl("jnp default", _jitted(lambda w, u: jnp.searchsorted(jnp.cumsum(w), u)),
              cost=lambda n: 6e-9 * n * log2_size(n)),
     ]
     numba = numba_impl()
-    floor = Impl(FLOOR, _jitted(lambda w, u: lax.bitcast_convert_type(w + u, jnp.int32)),
+    floor = ResamplingImpl(FLOOR, _jitted(lambda w, u: lax.bitcast_convert_type(w + u, jnp.int32)),
                  checked=False)
     return out + ([numba] if numba else []) + [numpy_impl(), floor]
 
@@ -215,10 +216,10 @@ def impls() -> list[Impl]:
 
 
 @dataclasses.dataclass
-class Result:
+class ResamplingResult:
     """One implementation on one problem: time, accuracy, or why skipped."""
 
-    problem: Problem
+    problem: ResamplingProblem
     impl: str
     timing: Timing | None = None
     skipped: str | None = None
@@ -226,9 +227,9 @@ class Result:
     beyond_contract: int | None = None
 
 
-def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
+def run(problems: Sequence[ResamplingProblem], impls: Sequence[ResamplingImpl], *, repeats: int = 5,
         budget_s: float = 1.0, max_call_s: float = 5.0,
-        progress: Progress | None = None) -> list[Result]:
+        progress: Progress | None = None) -> list[ResamplingResult]:
     """Time every impl on every problem side by side, with its accuracy."""
     results = []
     for problem in problems:
@@ -239,7 +240,7 @@ def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
         jw, ju = jnp.asarray(w), jnp.asarray(u)
         todo, calls, checks = [], [], []
         for impl in impls:
-            result = Result(problem, impl.name)
+            result = ResamplingResult(problem, impl.name)
             results.append(result)
             result.skipped = too_slow(impl.cost(problem.n) * problem.filters, max_call_s)
             if result.skipped:
@@ -262,29 +263,38 @@ def run(problems: Sequence[Problem], impls: Sequence[Impl], *, repeats: int = 5,
     return results
 
 
-def problems(sizes: Sequence[int], batch: tuple[int, int] | None) -> list[Problem]:
+def problems(sizes: Sequence[int], batch: tuple[int, int] | None) -> list[ResamplingProblem]:
     """Each scheme at each size, then `batch` = (filters, n) under vmap."""
-    out = [Problem(s, n) for s in SCHEMES for n in sizes]
+    out = [ResamplingProblem(s, n) for s in SCHEMES for n in sizes]
     if batch:
-        out += [Problem(s, batch[1], batch[0]) for s in SCHEMES]
+        out += [ResamplingProblem(s, batch[1], batch[0]) for s in SCHEMES]
     return out
 
 
-FULL = dict(sizes=(10**5, 10**6, 10**7), batch=(64, 10**4))
-QUICK = dict(sizes=(10**4, 10**5), batch=(16, 10**3))
+@dataclasses.dataclass(frozen=True)
+class ResamplingGrid:
+    """What the family runs: each scheme at each of `sizes` particles, then
+    `batch` = (filters, n) under vmap."""
+
+    sizes: tuple[int, ...]
+    batch: tuple[int, int] | None
+
+
+GRIDS = Grids(quick=ResamplingGrid(sizes=(10**4, 10**5), batch=(16, 10**3)),
+              full=ResamplingGrid(sizes=(10**5, 10**6, 10**7), batch=(64, 10**4)))
 
 
 # ---------------------------------------------------------------- tables
 
 
-def _ratio(by: dict[str, Result], slow: str, fast: str) -> float | None:
+def _ratio(by: dict[str, ResamplingResult], slow: str, fast: str) -> float | None:
     """`slow`'s median time over `fast`'s, if both have one."""
     if not all(by.get(name) and by[name].timing for name in (slow, fast)):
         return None
     return by[slow].timing.median / by[fast].timing.median
 
 
-def table(results: Sequence[Result]) -> str:
+def table(results: Sequence[ResamplingResult]) -> str:
     """Median ms per implementation, searchsorted_cumsum's speed-up over the
     numba callback, then each one's largest index error (and indices beyond
     the contract) against the float64 reference."""
@@ -333,7 +343,7 @@ def table(results: Sequence[Result]) -> str:
         str(notes), "Legend:\n" + legend, MARKER_TEXT])
 
 
-def results_json(results: Sequence[Result], meta: dict[str, Any]) -> dict[str, Any]:
+def results_json(results: Sequence[ResamplingResult], meta: dict[str, Any]) -> dict[str, Any]:
     """Results as rows ready for json.dump, under `meta`."""
     return {"meta": meta, "results": [{
         "problem": dataclasses.asdict(r.problem), "impl": r.impl, **timing_json(r.timing),
@@ -341,10 +351,12 @@ def results_json(results: Sequence[Result], meta: dict[str, Any]) -> dict[str, A
         "beyond_contract": r.beyond_contract} for r in results]}
 
 
-def results_from_json(data: dict[str, Any]) -> list[Result]:
+def results_from_json(data: dict[str, Any]) -> list[ResamplingResult]:
     """Rebuild results from :func:`results_json`'s output (to re-report a saved run)."""
-    return [Result(Problem(**row["problem"]), row["impl"], timing_from_json(row), row["skipped"],
-                   row["max_index_error"], row["beyond_contract"]) for row in data["results"]]
+    return [ResamplingResult(ResamplingProblem(**row["problem"]), row["impl"],
+                             timing_from_json(row), row["skipped"], row["max_index_error"],
+                             row["beyond_contract"])
+            for row in data["results"]]
 
 
 def bench(*, quick: bool, output: Path, repeats: int = 5,
@@ -354,11 +366,11 @@ def bench(*, quick: bool, output: Path, repeats: int = 5,
     Returns:
       (table, path of the JSON).
     """
-    grid = QUICK if quick else FULL
-    probs = problems(grid["sizes"], grid["batch"])
+    grid = GRIDS.pick(quick)
+    probs = problems(grid.sizes, grid.batch)
     progress = Progress(len(probs), "resampling")
     results = run(probs, impls(), repeats=repeats, max_call_s=max_call_s, progress=progress)
-    meta = machine_info() | {"family": "resampling", "grid": grid}
+    meta = machine_info() | {"family": "resampling", "grid": dataclasses.asdict(grid)}
     path = write_json(results_json(results, meta),
                       output / f"resampling_{tuning.device_kind()}.json")
     return table(results), path

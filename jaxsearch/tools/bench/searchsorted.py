@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ... import tuning
+from ..grids import Grids
 from .format import write_json
 from .peers import (
     Problem,
@@ -83,12 +84,13 @@ class BenchGrid:
 
 
 SKEW_RATIOS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4)
-FULL_GRID = BenchGrid(sizes=tuple(10**k for k in range(3, 9)),
-                      dtypes=("float32", "int32", "float64", "int64"),
-                      skew_size=10**7, skew_ratios=SKEW_RATIOS)
-QUICK_GRID = BenchGrid(sizes=tuple(10**k for k in range(3, 7)), dtypes=("float32", "int32"),
-                       skew_size=10**6, skew_ratios=SKEW_RATIOS, repeats=5,
-                       budget_s=0.25, max_call_s=1.0)
+GRIDS = Grids(
+    quick=BenchGrid(sizes=tuple(10**k for k in range(3, 7)), dtypes=("float32", "int32"),
+                    skew_size=10**6, skew_ratios=SKEW_RATIOS, repeats=5,
+                    budget_s=0.25, max_call_s=1.0),
+    full=BenchGrid(sizes=tuple(10**k for k in range(3, 9)),
+                   dtypes=("float32", "int32", "float64", "int64"),
+                   skew_size=10**7, skew_ratios=SKEW_RATIOS))
 
 
 def fit_to_memory(grid: BenchGrid) -> BenchGrid:

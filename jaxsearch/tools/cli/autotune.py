@@ -32,7 +32,7 @@ from ...core import cpu, gpu
 from ...pallas_kernels import tuning_space
 from ..autotune.cpu import cpu_steps, cpu_table, tune_cpu
 from ..autotune.gpu import gpu_steps, gpu_table, tune_gpu
-from ..autotune.grid import FULL, QUICK
+from ..autotune.grid import GRIDS
 from ..bench.suite import needs_x64
 from ..bench.timing import Progress, cpu_model, machine_info
 from .args import parse_counts, parse_dtypes
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the sweeps, write the caches, print a summary."""
     args = build_parser().parse_args(argv)
-    grid = QUICK if args.quick else FULL
+    grid = GRIDS.pick(args.quick)
     overrides = {"dtypes": args.dtypes, "sizes": args.sizes, "repeats": args.repeats,
                  "gpu_sizes": args.sizes, "threads": args.threads}
     grid = dataclasses.replace(grid, **{k: v for k, v in overrides.items() if v is not None})

@@ -83,7 +83,7 @@ def run_bench(args: argparse.Namespace) -> int:
             max_call_s=args.max_call_s or 5.0)
         paths = {"json": path}
     else:
-        grid = searchsorted.QUICK_GRID if args.quick else searchsorted.FULL_GRID
+        grid = searchsorted.GRIDS.pick(args.quick)
         overrides = {"sizes": args.sizes, "dtypes": args.dtypes, "skew_size": args.skew_size,
                      "skew_ratios": args.skew_ratios, "repeats": args.bench_repeats,
                      "max_call_s": args.max_call_s}
