@@ -56,26 +56,35 @@ def test_threads_share_and_own_inputs():
 
 
 def test_no_leak_over_many_calls():
-    """10,000 calls over a cycle of shapes (new shapes compile, then hit the
-    cache): resident memory grows by less than 64 MiB after warm-up."""
+    """10,000 calls over a cycle of shapes and promises, after each has
+    compiled once: no array stays alive, and resident memory grows by less
+    than a quarter of what leaking one output per call would add."""
     rng = np.random.default_rng(1)
     problems = []
     for n, m in [(10, 10), (1000, 3), (7, 900), (4096, 4096), (333, 12), (1, 1), (50, 0)]:
         a = jnp.asarray(np.sort(rng.standard_normal(n)).astype(np.float32))
         v = jnp.asarray(np.sort(rng.standard_normal(m)).astype(np.float32))
         problems.append((a, v, np.searchsorted(np.asarray(a), np.asarray(v))))
-    for a, v, want in problems:  # warm-up: compile every shape once
-        np.testing.assert_array_equal(jaxsearch.searchsorted(a, v), want)
+    for a, v, want in problems:  # warm-up: compile every shape and promise once
+        for sorted_v in (True, None, False):
+            np.testing.assert_array_equal(jaxsearch.searchsorted(a, v, sorted_v=sorted_v), want)
+    calls = 10_000
+    # The int32 outputs of one cycle of calls, per call.
+    output_bytes = sum(4 * v.size for _, v, _ in problems) / len(problems)
+    live_before = len(jax.live_arrays())
     before = _rss_mib()
-    for call in range(10_000):
+    for call in range(calls):
         a, v, want = problems[call % len(problems)]
         got = jaxsearch.searchsorted(a, v, sorted_v=(True, None, False)[call % 3])
         if call % 997 == 0:
             np.testing.assert_array_equal(got, want)
     got.block_until_ready()
     growth = _rss_mib() - before
-    print(f"resident memory growth over 10,000 calls: {growth:.2f} MiB")
-    assert growth < 64, f"resident memory grew by {growth:.1f} MiB over 10,000 calls"
+    print(f"resident memory growth over {calls:,} calls: {growth:.2f} MiB")
+    assert len(jax.live_arrays()) <= live_before + 1, "arrays outlived their calls"  # +1: got
+    bound = calls * output_bytes / 4 / 2**20
+    assert growth < bound, (f"resident memory grew by {growth:.1f} MiB over {calls:,} calls "
+                            f"(one leaked output per call: {4 * bound:.1f} MiB)")
 
 
 def test_bad_input_leaves_no_state():
