@@ -12,6 +12,7 @@ from jaxsearch import tuning
 from jaxsearch.__main__ import main
 from jaxsearch.tools.bench import plot as bench_plot
 from jaxsearch.tools.bench import searchsorted as bench_searchsorted
+from jaxsearch.tools.bench import timing
 from jaxsearch.tools.bench.format import fmt_count, fmt_ms
 from jaxsearch.tools.bench.peers import (
     COPY_NAME,
@@ -35,11 +36,25 @@ from jaxsearch.tools.bench.suite import Result, problem_summary, run_suite
 from jaxsearch.tools.bench.timing import Progress, Timing, measure_all
 
 
-def test_measure_all_samples_checks_and_reports_errors():
-    calls = {"fast": 0}
+class _Clock:
+    """A stand-in for the harness's clock in which only calls take time, so
+    that a busy machine cannot change how many calls make a sample."""
 
-    def fast():
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_measure_all_samples_checks_and_reports_errors(monkeypatch):
+    calls = {"fast": 0}
+    clock = _Clock()
+    monkeypatch.setattr(timing, "time", clock)
+
+    def fast():  # a microsecond call
         calls["fast"] += 1
+        clock.now += 1e-6
         return np.arange(3)
 
     def broken():
