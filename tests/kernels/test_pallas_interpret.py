@@ -154,13 +154,15 @@ def test_merge_path_property(kernel, data):
     kernel_cases.check_promise(run(kernel, a, v, side, True), a, v, side, sort_a and sort_v)
 
 
-def test_default_configs(interpret):
+# One case per wrapper: where this jax has no Pallas backend the list is empty
+# and pytest reports the test skipped, not passed.
+@pytest.mark.parametrize("fn", DEFAULT_WRAPPERS, ids=lambda fn: fn.__name__)
+def test_default_configs(fn, interpret):
     a, v = kernel_cases.default_config_inputs()
-    for fn in DEFAULT_WRAPPERS:
-        result = fn(
-            jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
-        )
-        np.testing.assert_array_equal(result, expected(a, v, "left"))
+    result = fn(
+        jnp.asarray(a), jnp.asarray(v), side="left", out_dtype=jnp.int32, interpret=interpret
+    )
+    np.testing.assert_array_equal(result, expected(a, v, "left"))
 
 
 @pytest.mark.parametrize(
