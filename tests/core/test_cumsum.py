@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import jaxsearch
 from jaxsearch.core import cumsum
+from jaxsearch.core.implementations import CUMSUM_IMPLEMENTATIONS
 from jaxsearch.tools.bench import resampling
 from jaxsearch.tools.bench.resampling_accuracy import beyond_contract, float32_ulps
 
@@ -230,7 +231,14 @@ def test_dtypes_shapes_and_empty():
         out = jaxsearch.searchsorted_cumsum(jnp.asarray(w, wd), v)
         assert out.shape == (2, 2) and out.dtype == jnp.int32
         np.testing.assert_array_equal(out, np.searchsorted(np.cumsum(w), v))
-    assert jaxsearch.searchsorted_cumsum(jnp.zeros(0), v).shape == (2, 2)
+    # No weights: every needle goes before the (empty) running sum, on each
+    # side and route, as numpy's searchsorted of an empty array says.
+    for side in ("left", "right"):
+        for implementation in CUMSUM_IMPLEMENTATIONS:
+            out = jaxsearch.searchsorted_cumsum(jnp.zeros(0), v, side,
+                                                implementation=implementation)
+            assert out.shape == (2, 2) and out.dtype == jnp.int32
+            np.testing.assert_array_equal(out, np.searchsorted(np.zeros(0), v, side))
     assert jaxsearch.searchsorted_cumsum(w, jnp.zeros((3, 0))).shape == (3, 0)
     assert int(jaxsearch.searchsorted_cumsum(w, 2.5)) == 2
 
