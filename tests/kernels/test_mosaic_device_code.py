@@ -1,0 +1,127 @@
+"""The Mosaic GPU kernels' device-only code, run on the CPU.
+
+On a CPU, `interpret=True` replaces the inline Mosaic GPU of
+`mosaic_gpu/_common.py` (the per-lane gather, the masked store and its
+`start + iota` indices) with jnp, so `test_pallas_interpret.py` never runs
+it, and `test_mosaic_compile.py` only compiles it. Here each kernel is
+lowered for CUDA as a GPU would get it (no GPU needed on jax 0.10), and the
+IR in its `mosaic_gpu` custom call runs in `helpers/mosaic_ir.py`'s
+interpreter, thread by thread, with its own signedness and bounds checks:
+a slip in the per-element indices, the store's mask or the loaded values'
+signedness gives wrong answers or an out-of-bounds access here.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS
+
+if BACKENDS["mosaic"].import_error:
+    pytest.skip(BACKENDS["mosaic"].import_error, allow_module_level=True)
+
+from helpers.mosaic_ir import lowered_kernels  # noqa: E402  (jax's Mosaic GPU is there)
+from jax.experimental.pallas import mosaic_gpu as plgpu  # noqa: E402
+
+from jaxsearch.pallas_kernels.mosaic_gpu import _common as mc  # noqa: E402
+
+UNWRITTEN = -7777  # What the output holds where no lane stored.
+LANES = 256  # Two registers per thread: a misaligned zip of them shows.
+HAYSTACK = 50
+
+
+def _gather_store_kernel(a_ref, index_ref, ok_ref, o_ref, *, dtype, start):
+    """o[start + k] = key of a[clip(index[k])] for the lanes k where ok[k]."""
+    lanes = mc.Lanes(LANES, dtype, interpret=False)
+    keys = lanes.gather(a_ref)(lanes.load(index_ref, 0), None)
+    lanes.store_where(o_ref, jnp.int32(start), keys, lanes.load(ok_ref, 0) != 0)
+
+
+@functools.cache
+def gather_store(dtype, start):
+    """The lowered kernel of `_gather_store_kernel` (a is `HAYSTACK` of
+    `dtype`, the output int32, `LANES + start + 3` long)."""
+    kernel = functools.partial(_gather_store_kernel, dtype=np.dtype(dtype), start=start)
+
+    def call(a, index, ok):
+        return plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((LANES + start + 3,), jnp.int32),
+                            grid=(1,), grid_names=("program",), num_threads=1,
+                            thread_name="warpgroup")(a, index, ok)
+
+    shapes = [jax.ShapeDtypeStruct((HAYSTACK,), dtype)] + 2 * [
+        jax.ShapeDtypeStruct((LANES,), jnp.int32)]
+    [lowered] = lowered_kernels(call, *shapes)
+    return lowered
+
+
+@pytest.mark.parametrize("start", [0, 5])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32"])
+def test_inline_gather_and_masked_store(dtype, start):
+    """Per lane: the gather reads a[index] (clamped) with the dtype's
+    signedness (8-bit keys widen by sign or zero extension, and the int32
+    output shows which), and the masked store writes lane k at start + k
+    only where its own mask bit is set, leaving the rest alone."""
+    kernel = gather_store(dtype, start)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(start)
+    a = rng.integers(info.min, info.max, HAYSTACK, dtype=dtype, endpoint=True)
+    a[:2] = info.min, info.max  # Where signed and unsigned readings differ.
+    index = rng.integers(-5, HAYSTACK + 5, LANES).astype(np.int32)
+    index[:4] = 0, 1, -1, HAYSTACK  # Both clamps.
+    ok = rng.integers(0, 2, LANES).astype(np.int32)
+    ok[:2] = 1, 0
+    out = np.full(LANES + start + 3, UNWRITTEN, np.int32)
+    kernel.run(a, index, ok, out)
+    want = np.full_like(out, UNWRITTEN)
+    keys = a[np.clip(index, 0, HAYSTACK - 1)].astype(np.int64).astype(np.int32)
+    want[start:start + LANES] = np.where(ok != 0, keys, UNWRITTEN)
+    np.testing.assert_array_equal(out, want)
+    # One load per element of the gather, one store under an scf.if per element.
+    assert kernel.block == (128, 1, 1)
+    assert kernel.op_counts["memref.store"] == kernel.op_counts["scf.if"] == LANES // 128
+
+
+# A merge-path config of two warpgroups, so that the warpgroup index counts.
+CONFIGS = {pk.MERGE_PATH.name: pk.MergePathConfig(tile=256, num_warps=8),
+           pk.BINARY_SEARCH.name: pk.BinarySearchConfig(block=256, num_warps=8)}
+
+
+def _inputs(rng, dtype, n, m, *, sort_v):
+    if np.dtype(dtype).kind == "f":
+        specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype)
+        a = np.concatenate([rng.normal(size=n - 5).astype(dtype), specials])
+        v = np.concatenate([rng.normal(size=m - 4).astype(dtype), specials[:4]])
+    else:
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        v = np.concatenate([rng.integers(info.min, info.max, m - 2, dtype=dtype, endpoint=True),
+                            np.array([info.min, info.max], dtype)])
+    return np.sort(a), np.sort(v) if sort_v else rng.permutation(v)
+
+
+@pytest.mark.parametrize("kind, dtype, side", [
+    ("merge_path", "float32", "left"),
+    ("merge_path", "uint8", "right"),
+    ("binary_search", "int32", "right"),
+    ("binary_search", "uint16", "left"),
+    ("binary_search", "uint32", "right"),
+])
+def test_kernel_ir_gives_numpys_answers(kind, dtype, side):
+    """The whole kernel as the GPU runs it, inline gather and masked store
+    included, on the CPU: the answers are numpy's."""
+    n, m = 300, 200
+    search = BACKENDS["mosaic"].kernel(pk.kernel_kind(kind))
+    fn = functools.partial(search, side=side, out_dtype=jnp.int32, config=CONFIGS[kind])
+    [kernel] = lowered_kernels(fn, *(jax.ShapeDtypeStruct((size,), dtype) for size in (n, m)))
+    a, v = _inputs(np.random.default_rng(0), dtype, n, m, sort_v=kind == "merge_path")
+    # The operands as `mc.launch` hands them to the kernel: v padded to its length.
+    padded = kernel.arguments[1][0][0]
+    a_in, v_in = (np.asarray(mc.as_kernel_operand(jnp.asarray(x))) for x in (a, v))
+    v_in = np.concatenate([v_in, np.repeat(v_in[-1:], padded - m)])
+    out = np.full(padded, UNWRITTEN, np.int32)
+    kernel.run(a_in, v_in, out)
+    np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))
