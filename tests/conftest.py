@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import jax
 import pytest
 
@@ -10,8 +14,18 @@ from jaxsearch.tuning import cache
 
 
 def pytest_configure(config):
-    """Refuse to test a jaxsearch whose CPU extension is missing: every CPU
-    test would quietly exercise the jnp fallback instead."""
+    """Isolate the user's tuning cache, and refuse to test a jaxsearch whose
+    CPU extension is missing: every CPU test would quietly exercise the jnp
+    fallback instead.
+
+    Which kernel runs, and on how many threads, follows the tuning cache: the
+    session reads an empty user cache (JAXSEARCH_TUNING_DIR, read on every
+    lookup, so before any search and in every subprocess a test starts), and
+    the shipped cache (jaxsearch/data/) answers as it does for any user.
+    """
+    user_cache = tempfile.mkdtemp(prefix="jaxsearch-tests-tuning-")
+    os.environ[tuning.TUNING_DIR_ENV] = user_cache
+    config.add_cleanup(lambda: shutil.rmtree(user_cache, ignore_errors=True))
     from jaxsearch.core import cpu
 
     if not cpu.AVAILABLE:
