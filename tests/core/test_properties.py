@@ -9,16 +9,20 @@ JAXSEARCH_HYPOTHESIS_EXAMPLES of them):
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from helpers.keys import DTYPES_32, DTYPES_64, numpy_dtype, sort_keys
-from hypothesis import HealthCheck, given, settings
+from helpers.served import assert_cpu_kernel
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import jaxsearch
+from jaxsearch import tuning
+from jaxsearch.core import api, cpu
 
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -28,12 +32,36 @@ settings.register_profile("long", max_examples=LONG_EXAMPLES, deadline=None,
 settings.load_profile(os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci"))
 
 # Lengths are drawn from a few buckets so that jit compiles a bounded number
-# of shapes, yet cover empty, tiny, ragged and multi-chunk sizes.
-LENGTHS = st.sampled_from([0, 1, 2, 3, 7, 16, 31, 64, 100, 257, 1000, 4099])
-# The Pallas kernels in interpret mode compile for seconds per shape: fewer.
-PALLAS_LENGTHS = st.sampled_from([0, 1, 7, 100])
-PALLAS_EXAMPLES = {"ci": 12, "long": LONG_EXAMPLES // 20}[
+# of shapes, yet cover empty, tiny, ragged and multi-chunk sizes: past the
+# order check's 1024-needle blocks (1025, 4099) and, with the small
+# min_parallel of a drawn CpuConfig, rows cut into parts over several
+# threads. Hypothesis draws at most 8,192 bytes an example (a list of ~1000
+# values), so past SMALL elements the values come from a numpy Generator
+# seeded by a drawn seed: `note` prints what regenerates a failing case.
+LENGTHS = st.sampled_from([0, 1, 2, 3, 7, 16, 31, 64, 100, 257, 1000, 1025, 4099, 20_011])
+SMALL = 64
+# The Pallas kernels in interpret mode compile for seconds per shape: fewer,
+# and small, but 300 needles and keys span several 256-element tiles of the
+# merge path (its tile for small inputs, `configs.default_merge_path_config`)
+# and several 128-needle blocks of the binary search.
+PALLAS_LENGTHS = st.sampled_from([0, 1, 7, 100, 300])
+PALLAS_EXAMPLES = {"ci": 24, "long": LONG_EXAMPLES // 20}[
     os.environ.get("JAXSEARCH_HYPOTHESIS_PROFILE", "ci")]
+# CPU configs that force each kernel for sorted needles, on several threads
+# in parts of a few needles; None: the tuning cache answers.
+FORCE = {"bisect": dict(bisect_ratio=1e-9), "runs": dict(bisect_ratio=1e9, runs_ratio=1e-9),
+         "merge": dict(bisect_ratio=1e9, runs_ratio=1e9)}
+ORDER = {None: "check", True: "sorted", False: "any"}
+
+
+@st.composite
+def cpu_configs(draw):
+    kernel = draw(st.sampled_from([None, *FORCE]))
+    if kernel is None:
+        return None
+    return tuning.CpuConfig(threads=draw(st.sampled_from([2, 3, 4])),
+                            min_parallel=draw(st.sampled_from([1, 7, 100, 1000])),
+                            **FORCE[kernel])
 
 
 def pool_values(dtype: str) -> list:
@@ -59,8 +87,10 @@ def problems(draw, dtypes, lengths=LENGTHS, implementations=(None, "cython", "xl
     value = st.sampled_from(pool) if dt == np.bool_ else \
         st.one_of(st.sampled_from(pool), st.integers(lo, hi))
     n, m = draw(lengths), draw(lengths)
-    a = np.array(draw(st.lists(value, min_size=n, max_size=n)), dtype=object)
-    v = np.array(draw(st.lists(value, min_size=m, max_size=m)), dtype=object)
+    seed = draw(st.integers(0, 2**32 - 1))
+    note(f"dtype={dtype} n={n} m={m} seed={seed}")
+    a = np.array(values(draw, value, n, seeded(seed, 0, pool, lo, hi)), dtype=object)
+    v = np.array(values(draw, value, m, seeded(seed, 1, pool, lo, hi)), dtype=object)
     a = sort_keys(np.asarray(a.astype(np.float64) if dt.kind == "f" else a, dtype=dt))
     v = np.asarray(v.astype(np.float64) if dt.kind == "f" else v, dtype=dt)
     sorted_v = draw(st.sampled_from([None, True, False]))
@@ -68,18 +98,58 @@ def problems(draw, dtypes, lengths=LENGTHS, implementations=(None, "cython", "xl
         v = sort_keys(v)
     v_shape = draw(st.sampled_from([(m,), (1, m), (m, 1)]))
     return dict(a=a, v=v.reshape(v_shape), side=draw(st.sampled_from(["left", "right"])),
-                sorted_v=sorted_v, implementation=draw(st.sampled_from(implementations)))
+                sorted_v=sorted_v, implementation=draw(st.sampled_from(implementations)),
+                cpu_config=draw(cpu_configs()) if "cython" in implementations else None)
+
+
+def seeded(seed: int, stream: int, pool: list, lo: int, hi: int):
+    """`take(k)`: k values from the generator of (seed, stream), mostly from
+    the pool (duplicates and specials), some integers in [lo, hi]."""
+    def take(k: int) -> list:
+        rng = np.random.default_rng([seed, stream])
+        picks = np.asarray(pool, dtype=object)[rng.integers(0, len(pool), k)]
+        if pool == [False, True]:  # bool: the pool is every value
+            return list(picks)
+        ints = rng.integers(lo, hi, k, endpoint=True)
+        return [p if f else int(i) for f, p, i in zip(rng.random(k) < 0.7, picks, ints)]
+
+    return take
+
+
+def values(draw, value, k: int, take) -> list:
+    """k values: drawn by Hypothesis (so that it shrinks them) up to SMALL,
+    else from the seeded generator."""
+    return draw(st.lists(value, min_size=k, max_size=k)) if k <= SMALL else take(k)
 
 
 def check(p):
     a, v = jnp.asarray(p["a"]), jnp.asarray(p["v"])
-    got = jaxsearch.searchsorted(a, v, p["side"], sorted_v=p["sorted_v"],
-                                 implementation=p["implementation"])
+    config = p["cpu_config"]
+    with tuning.use_cpu_config(config) if config else contextlib.nullcontext():
+        got = jaxsearch.searchsorted(a, v, p["side"], sorted_v=p["sorted_v"],
+                                     implementation=p["implementation"])
+        if config is not None:
+            check_kernel_ran(a, v, p, config)
     want = jnp.searchsorted(a, v, p["side"])
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     if p["a"].dtype != jnp.bfloat16:
         np.testing.assert_array_equal(np.asarray(got), np.searchsorted(p["a"], p["v"], p["side"]))
+
+
+def check_kernel_ran(a, v, p, config):
+    """Where the CPU kernels search, the one the forced config names ran,
+    with its threads and parts."""
+    n, m = a.shape[0], v.size
+    if p["implementation"] == "xla" or api.default_implementation(n, m, a.dtype) != "cython" \
+            or not n or not m:
+        return
+    kernel = tuning.choose_cpu_kernel(n, m, config)
+    parts = cpu.planned_threads(m, threads=config.threads, min_parallel=config.min_parallel)
+    note(f"{config}: kernel {kernel} on {parts} threads")
+    assert_cpu_kernel(lambda a, v: jaxsearch.searchsorted(
+        a, v, p["side"], sorted_v=p["sorted_v"], implementation=p["implementation"]), a, v,
+        kernel=kernel, order=ORDER[p["sorted_v"]])
 
 
 @given(problems(DTYPES_32))
