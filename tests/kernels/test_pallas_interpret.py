@@ -140,14 +140,17 @@ def test_empty(kernel):
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_merge_path_property(kernel, data):
-    # Fixed shapes (one compile), random contents with heavy ties; sometimes
-    # unsorted, where only the range [0, N] is promised.
+    # Few shapes (a compile each), random contents with heavy ties; sometimes
+    # unsorted, where only the range [0, N] is promised. The kernels here
+    # take 128-element tiles of a and v together: 40 + 70 fit in one, the
+    # larger sizes span two to three (and a merge diagonal across a tile).
     def draw_array(size, lo, hi):
         return np.array(
             data.draw(st.lists(st.integers(lo, hi), min_size=size, max_size=size)), np.int8
         )
 
-    a, v = draw_array(40, 0, 8), draw_array(70, -1, 9)
+    n, m = data.draw(st.sampled_from([40, 150])), data.draw(st.sampled_from([70, 200]))
+    a, v = draw_array(n, 0, 8), draw_array(m, -1, 9)
     sort_a, sort_v = data.draw(st.booleans()), data.draw(st.booleans())
     a, v = np.sort(a) if sort_a else a, np.sort(v) if sort_v else v
     side = data.draw(st.sampled_from(["left", "right"]))
