@@ -87,7 +87,7 @@ def compile_launch(
 ):
     """Compiles the kernel as the wrapper launches it for these sizes."""
     kind = config.kind
-    spec = _Launch(kind, config, side, np.dtype(out_dtype), interpret=False)
+    spec = _Launch(pk.kernel_kind(kind), config, side, np.dtype(out_dtype), interpret=False)
     kernel = spec.kernel()
     _, constexprs = spec.grid_and_constexprs(n, m)
     pointer = "*" + TRITON_TYPES[dtype]

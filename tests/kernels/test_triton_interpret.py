@@ -146,7 +146,8 @@ def launch_kernel(kind, a, v, side, *, wide, rows, interpret):
     assert interpret, "torch CPU tensors run in the interpreter only"
 
     config = CONFIGS["merge_bisect" if kind == "merge_path" else "binary"]
-    spec = triton_searchsorted._Launch(kind, config, side, np.dtype(np.int64), interpret=True)
+    spec = triton_searchsorted._Launch(pk.kernel_kind(kind), config, side, np.dtype(np.int64),
+                                       interpret=True)
     n, m = a.shape[-1], v.shape[-1]
     grid_x, constexprs = spec.grid_and_constexprs(n, m)
     constexprs["WIDE"] = wide
