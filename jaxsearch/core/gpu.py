@@ -23,7 +23,6 @@ from .. import tuning
 from ..pallas_kernels import (
     BACKENDS,
     BINARY_SEARCH,
-    KERNEL_KINDS,
     MERGE_PATH,
     compute_capability,
     is_sorted,
@@ -31,8 +30,7 @@ from ..pallas_kernels import (
 from . import rules
 from .implementations import GPU_IMPLEMENTATIONS
 
-__all__ = ["by_order", "choose", "compute_capability", "search", "search_rows", "status",
-           "tuned_configs"]
+__all__ = ["by_order", "choose", "compute_capability", "search", "search_rows", "status"]
 
 
 def status(implementation: str, *, interpret: bool = False) -> tuple[bool, str]:
@@ -68,14 +66,6 @@ def choose(n: int, m: int, dtype) -> str | None:
     return None
 
 
-def tuned_configs(implementation: str, n: int, m: int, dtype) -> dict[str, object | None]:
-    """Each kernel kind's config for this search, by kind name: the tuning
-    cache's where it has one, else None (the kernel's heuristic)."""
-    return {kind.name: tuning.tuned_gpu_config(kind.config_cls, n, m, dtype,
-                                               implementation=implementation)
-            for kind in KERNEL_KINDS}
-
-
 def by_order(order: str, v: jax.Array, run: Callable[[str], jax.Array]) -> jax.Array:
     """`run("sorted")` or `run("any")` for the needles `v`, as `order` says:
     "check" tests v's rows and picks one with lax.cond.
@@ -106,9 +96,11 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     if not ok:
         raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
     backend = BACKENDS[implementation]
-    configs = tuned_configs(implementation, a.shape[0], v.shape[0], a.dtype)
     kind = MERGE_PATH if order == "sorted" else BINARY_SEARCH
-    return backend.kernel(kind)(a, v, side=side, out_dtype=out_dtype, config=configs[kind.name],
+    # The tuning cache's tiles for this kernel, else (None) its heuristics.
+    config = tuning.tuned_gpu_config(kind.config_cls, a.shape[0], v.shape[0], a.dtype,
+                                     implementation=implementation)
+    return backend.kernel(kind)(a, v, side=side, out_dtype=out_dtype, config=config,
                                 interpret=interpret)
 
 
