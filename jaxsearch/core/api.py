@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import tuning
 from ..keys import KEY_DTYPES, index_dtype
-from . import cpu, gpu, primitive, rows
+from . import cpu, gpu, originals, primitive, rows, serving
 from .checks import check_arraylike, check_side_and_order
 from .implementations import CYTHON, GPU_IMPLEMENTATIONS, IMPLEMENTATIONS, XLA, check_implementation
 
@@ -93,7 +93,7 @@ def searchsorted(
         raise ValueError(f"a must be 1-dimensional, got shape {a_shape}")
 
     if method is not None or implementation == XLA:
-        return jnp.searchsorted(a, v, side=side, sorter=sorter, method=method or "scan")
+        return originals.searchsorted(a, v, side=side, sorter=sorter, method=method or "scan")
     if implementation == CYTHON and jax.default_backend() != "cpu":
         raise ValueError("implementation='cython' needs the CPU backend; "
                          f"the default backend is {jax.default_backend()!r}")
@@ -102,7 +102,8 @@ def searchsorted(
     # (the tuning cache answers when there is none, at trace time).
     return _promote_and_bind(a, v, sorter, side=side, order=order,
                              implementation=implementation,
-                             cpu_override=tuning.cpu_config_override())
+                             cpu_override=tuning.cpu_config_override(),
+                             portable=serving.for_patch())
 
 
 def default_implementation(n: int, m: int, dtype) -> str:
@@ -120,9 +121,10 @@ def _kernels_take(n: int, dtype: np.dtype) -> bool:
     return dtype in KEY_DTYPES and (index_dtype(n) == np.int32 or jax.config.jax_enable_x64)
 
 
-@functools.partial(jax.jit, static_argnames=("side", "order", "implementation", "cpu_override"))
+@functools.partial(jax.jit, static_argnames=("side", "order", "implementation", "cpu_override",
+                                             "portable"))
 def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: str | None,
-                      cpu_override: tuning.CpuConfig | None):
+                      cpu_override: tuning.CpuConfig | None, portable: bool):
     """Promotes `a` and `v` to one dtype, applies `sorter`, hands what no
     kernel of ours takes to jnp, and binds the primitive."""
     dtype = jnp.result_type(a, v)
@@ -134,7 +136,7 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
     if not _kernels_take(n, dtype):
         # complex, float8, int4: no kernel of ours; past int32 without x64,
         # jnp raises its own error for an index dtype it cannot have.
-        return jnp.searchsorted(a, v, side=side)
+        return originals.searchsorted(a, v, side=side)
     out_dtype = index_dtype(n)
     if v.size == 0 or n == 0:
         return jnp.zeros_like(v, dtype=out_dtype)
@@ -154,5 +156,6 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
         cpu_kernel=tuning.choose_cpu_kernel(n, m, cpu_config),
         cpu_threads=cpu_config.max_threads(cpu.available_cores()),
         cpu_min_parallel=cpu_config.min_parallel,
-        implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None)
+        implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
+        portable=portable)
     return out.reshape(v.shape)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from . import originals
 from .api import searchsorted
 from .checks import check_arraylike
 from .order import check_order_flag
@@ -63,7 +64,7 @@ def digitize(
     check_arraylike("digitize", "bins", bins)
     check_order_flag("sorted_x", sorted_x)
     if method is not None:
-        return jnp.digitize(x, bins, right, method=method)
+        return originals.digitize(x, bins, right, method=method)
     if np.ndim(bins) != 1:
         raise ValueError(f"digitize: bins must be 1-dimensional, got shape {np.shape(bins)}")
     # `right` static, as jnp takes it: a traced one fails as it fails there.

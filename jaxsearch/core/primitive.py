@@ -49,7 +49,8 @@ partitioned_p = Primitive("jaxsearch_searchsorted_partitioned")
 
 def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                  cpu_kernel: str, cpu_threads: int, cpu_min_parallel: int,
-                 needle_ndim: int | None = None, implementation: str | None = None) -> jax.Array:
+                 needle_ndim: int | None = None, implementation: str | None = None,
+                 portable: bool = False) -> jax.Array:
     """Binds the primitive.
 
     Args:
@@ -69,6 +70,9 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         implementation asked for by name: its real kernels where the search
         lowers for cuda or rocm, its interpreter where it lowers for any
         other platform.
+      portable: lower to jnp's own search when lowering for `jax.export`, so
+        that the artifact needs no jaxsearch (what the patch binds: the
+        caller did not ask for jaxsearch by name).
 
     Returns:
       Insertion indices of shape (*broadcast batch, *needles).
@@ -77,7 +81,8 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         needle_ndim = np.ndim(v) - np.ndim(a) + 1
     params = dict(side=side, order=order, out_dtype=np.dtype(out_dtype), cpu_kernel=cpu_kernel,
                   cpu_threads=cpu_threads, cpu_min_parallel=cpu_min_parallel,
-                  needle_ndim=int(needle_ndim), implementation=implementation)
+                  needle_ndim=int(needle_ndim), implementation=implementation,
+                  portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \
             and compute_capability() is None and jax.default_backend() == "cpu":
         # Its interpreter has ordered effects, which a lowering rule cannot
@@ -127,8 +132,7 @@ def search_local(a, v, *, needle_ndim, search_rows=rows.rows_p.bind, **params):
 
 def _lower_partitioned(ctx, a, v, **params):
     module = ctx.module_context
-    lowering = getattr(module, "lowering_parameters", None)
-    if len(module.platforms) > 1 or getattr(lowering, "for_export", False) or \
+    if len(module.platforms) > 1 or rules.lowers_for_export(ctx) or \
             getattr(module.axis_context, "manual_axes", None):
         # jax.export: the partitioning call refers to this process's Python
         # callbacks and cannot be serialized. Inside a shard_map the body

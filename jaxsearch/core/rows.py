@@ -21,7 +21,7 @@ import numpy as np
 from jax.extend.core import Primitive
 
 from ..keys import WIDENED_TO_FLOAT32
-from . import cpu, gpu, rules
+from . import cpu, gpu, originals, rules
 from .implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
 
 rows_p = Primitive("jaxsearch_searchsorted_rows")
@@ -44,10 +44,12 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
 
 
 def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
-                cpu_threads, cpu_min_parallel):
+                cpu_threads, cpu_min_parallel, portable=False):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
-    implementation off cuda and rocm runs in its interpreter."""
+    implementation off cuda and rocm runs in its interpreter. (`portable`
+    acts in the lowering rule, which alone knows whether it lowers for an
+    export.)"""
     implementation = implementation or implementation_for(platform, a.shape[-1], v.shape[-1],
                                                           a.dtype)
     if implementation in GPU_IMPLEMENTATIONS:
@@ -62,13 +64,17 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
                       threads=cpu_threads, min_parallel=cpu_min_parallel)
 
 
-def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype) -> jax.Array:
+def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:
     """The rows by `jnp.searchsorted`."""
-    return rules.map_rows(lambda a, v: jnp.searchsorted(a, v, side=side).astype(out_dtype), a, v)
+    def row(a, v):
+        return originals.searchsorted(a, v, side=side).astype(out_dtype)
+
+    return rules.map_rows(row, a, v)
 
 
 rules.define_rules(rows_p, rules.rows_abstract_eval)
 rules.register_lowerings(rows_p, default=functools.partial(search_rows, platform=None),
                          cpu=functools.partial(search_rows, platform="cpu") if cpu.AVAILABLE
                          else None,
-                         gpu=functools.partial(search_rows, platform="cuda"))
+                         gpu=functools.partial(search_rows, platform="cuda"),
+                         for_export=xla_rows)

@@ -54,17 +54,35 @@ def _zero_jvp(primitive, primals, tangents, **params):
 
 
 def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable | None,
-                       gpu: Callable) -> None:
+                       gpu: Callable, for_export: Callable | None = None) -> None:
     """Lowers `primitive` by the jnp-level function of each platform: `cpu`
     on cpu (None: `default` there too, as where the CPU extension is
-    unavailable), `gpu` on cuda and rocm, `default` elsewhere."""
-    mlir.register_lowering(primitive, mlir.lower_fun(default, multiple_results=False))
+    unavailable), `gpu` on cuda and rocm, `default` elsewhere; and, given
+    `for_export`, by that on every platform when a binding with `portable`
+    set lowers for `jax.export`."""
+    def rule(fn):
+        lowered = mlir.lower_fun(fn, multiple_results=False)
+        if for_export is None:
+            return lowered
+        portable = mlir.lower_fun(for_export, multiple_results=False)
+
+        def lower(ctx, *args, **params):
+            if params.get("portable") and lowers_for_export(ctx):
+                return portable(ctx, *args, **params)
+            return lowered(ctx, *args, **params)
+        return lower
+
+    mlir.register_lowering(primitive, rule(default))
     if cpu is not None:
-        mlir.register_lowering(primitive, mlir.lower_fun(cpu, multiple_results=False),
-                               platform="cpu")
+        mlir.register_lowering(primitive, rule(cpu), platform="cpu")
     for platform in GPU_PLATFORMS:
-        mlir.register_lowering(primitive, mlir.lower_fun(gpu, multiple_results=False),
-                               platform=platform)
+        mlir.register_lowering(primitive, rule(gpu), platform=platform)
+
+
+def lowers_for_export(ctx) -> bool:
+    """Whether a lowering rule's context lowers for `jax.export`."""
+    return bool(getattr(getattr(ctx.module_context, "lowering_parameters", None),
+                        "for_export", False))
 
 
 def map_rows(row_fn: Callable, a: jax.Array, v: jax.Array) -> jax.Array:

@@ -1,0 +1,272 @@
+"""`jaxsearch.patch()`: jax's own searches, served by jaxsearch.
+
+jax looks its search functions up by name in several modules: `jax.numpy`,
+lax_numpy's module globals (which its histograms, `interp`, `digitize`,
+`isin` and `Array.searchsorted` call), and names that other modules bound
+at import (`jax.scipy.interpolate`'s). `patch()` replaces every one of them
+that holds jax's function, in every jax module loaded, with jaxsearch's
+(`SERVED`); a module imported later binds the replacement from there.
+`unpatch()` puts jax's functions back wherever a replacement is found.
+
+Each replacement keeps jax's signature and answers as jax does: values,
+dtypes, shapes and errors. It passes a call to jax's own function where no
+kernel of ours serves it (complex keys, a platform without kernels, an
+explicit method jaxsearch does not serve), where a search is too small to
+gain, and for any input jaxsearch refuses (jax then raises its own error).
+Searches it serves lower to jnp's own when lowered for `jax.export`.
+
+jax caches what it traced: `patch()` and `unpatch()` clear jax's caches, so
+that code traced before is traced anew, with the search now in force.
+A name bound before `patch()` outside jax (`from jax.numpy import
+searchsorted` in a module already imported, or a closure made at import)
+keeps jax's function; `python -m jaxsearch.autopatch` patches before the
+script imports anything.
+
+With `patch(verbose=True)`, or the "jaxsearch" logger at INFO, each call
+site logs once whether jaxsearch served it or passed it to jax, and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import logging
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..keys import KEY_DTYPES
+from . import originals
+from .api import searchsorted as _searchsorted
+from .digitize import digitize as _digitize
+from .interp import interp as _interp
+from .serving import serving_patch
+
+log = logging.getLogger("jaxsearch")
+
+# Below this many probes (needles times levels of a binary search) jnp's
+# search, inlined in the program, takes no longer than a call into our
+# kernels: the patch passes such calls to jax.
+SMALLEST_SERVED = 256
+
+_SERVED_PLATFORMS = ("cpu", "gpu", "cuda", "rocm")
+_JAX_DIR = os.path.dirname(jax.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """One jax function the patch replaces: its `jax.numpy` name, jax's
+    function and jaxsearch's replacement."""
+
+    name: str
+    original: Callable
+    replacement: Callable
+
+
+class _Decline(Exception):
+    """The replacement passes this call to jax, for the reason given."""
+
+
+_lock = threading.RLock()
+_state = {"patched": False}
+_reported: set[tuple] = set()
+
+
+def _call_site() -> str:
+    """file:line of the innermost frame outside jax, jaxsearch and the
+    standard library's wrappers: the code that called jax's function."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not (path.startswith(_JAX_DIR) or path.startswith(_OWN_DIR)
+                or path.endswith(("functools.py", "contextlib.py"))):
+            return f"{path}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def _report(name: str, served: bool, why: str) -> None:
+    """Logs, once per call site, function and outcome, what happened."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    site = _call_site()
+    key = (site, name, served, why)
+    if key in _reported:
+        return
+    _reported.add(key)
+    verdict = "served by jaxsearch" if served else "passed to jax"
+    log.info("jnp.%s at %s: %s (%s)", name, site, verdict, why)
+
+
+def _serve(name: str, original: Callable, serve: Callable, *args, **kwargs):
+    """serve(*args, **kwargs) under the patch's mark, or jax's own function
+    when `serve` declines or refuses the input (jax then answers, or raises
+    its own error)."""
+    backend = jax.default_backend()
+    if backend not in _SERVED_PLATFORMS:
+        _report(name, False, f"no jaxsearch kernels on {backend}")
+        return original(*args, **kwargs)
+    try:
+        with serving_patch():
+            out = serve(*args, **kwargs)
+    except _Decline as why:
+        _report(name, False, str(why))
+        return original(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - jax's own answer or error decides
+        out = original(*args, **kwargs)
+        log.warning("jnp.%s: jaxsearch raised %s: %s where jax answers; passed to jax",
+                    name, type(error).__name__, error)
+        return out
+    _report(name, True, f"on {backend}")
+    return out
+
+
+def _search_size(a, v) -> tuple[int, int, np.dtype]:
+    """(keys, needles, key dtype) of a searchsorted call; raises on input jax
+    refuses, so that jax raises its own error."""
+    dtype = jnp.result_type(a, v)
+    return int(np.shape(a)[0]), math.prod(np.shape(v)), np.dtype(dtype)
+
+
+def _check_worth(n: int, m: int, dtype: np.dtype) -> None:
+    if dtype not in KEY_DTYPES:
+        raise _Decline(f"{dtype} keys: no jaxsearch kernel")
+    if m * max(1, math.ceil(math.log2(n + 1))) < SMALLEST_SERVED:
+        raise _Decline(f"{m} needles in {n} keys: too small to gain")
+
+
+def _sorted_keys(a: jax.Array) -> jax.Array:
+    """`a` sorted in jnp's order (NaN last), sorting only when it is not."""
+    a = jnp.asarray(a)
+    nan = jnp.isnan(a) if jnp.issubdtype(a.dtype, jnp.inexact) else jnp.zeros(a.shape, bool)
+    # In order: each key at most the next, or the next is NaN (NaN last).
+    in_order = jnp.all((a[:-1] <= a[1:]) | nan[1:])
+    return lax.cond(in_order, lambda a: a, jnp.sort, a)
+
+
+@functools.wraps(originals.searchsorted)
+def _served_searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    def serve(a, v, side, sorter, method):
+        n, m, dtype = _search_size(a, v)
+        if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+            raise _Decline(f"method={method!r}")
+        _check_worth(n, m, dtype)
+        if method in ("sort", "compare_all"):
+            # These count the keys before each needle whatever a's order:
+            # the search of the sorted keys.
+            a = jnp.asarray(a, dtype)
+            a = _sorted_keys(a if sorter is None else a[sorter])
+            sorter = None
+        # "scan" and "scan_unrolled" follow one probe sequence, which
+        # jaxsearch's search follows too, on any `a`.
+        return _searchsorted(a, v, side, sorter)
+
+    return _serve("searchsorted", originals.searchsorted, serve, a, v, side, sorter,
+                  method=method)
+
+
+@functools.wraps(originals.digitize)
+def _served_digitize(x, bins, right=False, *, method=None):
+    def serve(x, bins, right, method):
+        if method is not None:
+            raise _Decline(f"method={method!r}")
+        _check_worth(*_search_size(bins, x))
+        return _digitize(x, bins, right)
+
+    return _serve("digitize", originals.digitize, serve, x, bins, right, method=method)
+
+
+@functools.wraps(originals.interp)
+def _served_interp(x, xp, fp, left=None, right=None, period=None):
+    def serve(*args):
+        _check_worth(*_search_size(args[1], args[0]))
+        return _interp(*args)
+
+    return _serve("interp", originals.interp, serve, x, xp, fp, left, right, period)
+
+
+SERVED = (
+    Served("searchsorted", originals.searchsorted, _served_searchsorted),
+    Served("digitize", originals.digitize, _served_digitize),
+    Served("interp", originals.interp, _served_interp),
+)
+
+
+def _jax_modules() -> list:
+    return [module for name, module in list(sys.modules.items())
+            if (name == "jax" or name.startswith("jax.")) and module is not None]
+
+
+def _swap(old_to_new: dict[int, tuple[Callable, Callable]]) -> int:
+    """Replaces, in every loaded jax module, each global that is one of the
+    keys' functions by its counterpart; returns how many it replaced."""
+    swapped = 0
+    for module in _jax_modules():
+        names = getattr(module, "__dict__", {})
+        for name, value in list(names.items()):
+            pair = old_to_new.get(id(value))
+            if pair is not None and pair[0] is value:
+                setattr(module, name, pair[1])
+                swapped += 1
+    return swapped
+
+
+def patch(verbose: bool = False) -> None:
+    """Serves jax's searches by jaxsearch, in this process, until `unpatch()`:
+    `jnp.searchsorted`, `digitize`, `interp` and every place inside jax that
+    calls them (`histogram`, `histogram2d`, `histogramdd`,
+    `jax.random.choice` with `p`, `RegularGridInterpolator`,
+    `isin(method="binary_search")`, `Array.searchsorted`). Each call answers
+    as jax does. Calling it again changes nothing.
+
+    Args:
+      verbose: log each call site once (the "jaxsearch" logger at INFO, to
+        stderr unless it has a handler), saying whether jaxsearch served it
+        or passed it to jax, and why.
+    """
+    if verbose:
+        log.setLevel(logging.INFO)
+        if not log.handlers:
+            log.addHandler(logging.StreamHandler())
+    with _lock:
+        swapped = _swap({id(s.original): (s.original, s.replacement) for s in SERVED})
+        _state["patched"] = True
+    if swapped:
+        jax.clear_caches()  # so that code traced before traces anew
+
+
+def unpatch() -> None:
+    """Puts jax's own functions back wherever `patch()` put jaxsearch's (in
+    modules loaded since too), exactly as they were. Without a patch in
+    force it changes nothing."""
+    with _lock:
+        swapped = _swap({id(s.replacement): (s.replacement, s.original) for s in SERVED})
+        _state["patched"] = False
+    if swapped:
+        jax.clear_caches()
+
+
+def is_patched() -> bool:
+    """Whether `patch()` is in force in this process."""
+    return _state["patched"]
+
+
+@contextlib.contextmanager
+def patched(verbose: bool = False) -> Iterator[None]:
+    """`patch()` for the block, then back to what was in force before it."""
+    was = is_patched()
+    patch(verbose=verbose)
+    try:
+        yield
+    finally:
+        if not was:
+            unpatch()
