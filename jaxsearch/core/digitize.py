@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import originals
+from . import originals, serving
 from .api import searchsorted
 from .checks import check_arraylike
 from .order import check_order_flag
@@ -71,7 +69,7 @@ def digitize(
     return _digitize(x, bins, right=right, sorted_x=sorted_x)
 
 
-@functools.partial(jax.jit, static_argnames=("right", "sorted_x"))
+@serving.jit(static_argnames=("right", "sorted_x"))
 def _digitize(x, bins, *, right: bool, sorted_x: bool | None) -> jax.Array:
     x, bins = jnp.asarray(x), jnp.asarray(bins)
     n = bins.shape[0]

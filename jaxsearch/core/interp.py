@@ -3,7 +3,6 @@ found by jaxsearch's searchsorted."""
 
 from __future__ import annotations
 
-import functools
 from typing import Literal
 
 import jax
@@ -11,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from . import serving
 from .api import searchsorted
 from .checks import check_arraylike
 from .order import check_order_flag
@@ -110,7 +110,7 @@ def _promote_inexact(*args: jax.typing.ArrayLike) -> list[jax.Array]:
     return [jnp.asarray(a, dtype) for a in args]
 
 
-@functools.partial(jax.jit, static_argnames=("left_edge", "right_edge", "order"))
+@serving.jit(static_argnames=("left_edge", "right_edge", "order"))
 def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge,
             order: bool | None) -> jax.Array:
     x, xp = _promote_inexact(x, xp)

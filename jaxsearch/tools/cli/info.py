@@ -14,7 +14,7 @@ from typing import Any
 import jax
 
 from ... import tuning
-from ...core import api, cpu, gpu
+from ...core import api, cpu, gpu, patching
 from ...core.implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
 from ...pallas_kernels import KERNEL_KINDS
 from ..bench.format import fmt_count, format_table
@@ -95,6 +95,7 @@ def info_report(n: int, m: int, dtype: str) -> str:
         "implementations:",
         *(f"  {name:<8} {state}" for name, state in _implementations()),
         f"default here:    {api.default_implementation(n, m, dtype)} (for the search below)",
+        f"patch:           {_patch_state()}",
         "",
     ]
     kinds = ["cpu"] + ([kind] if kind != "cpu" else [])
@@ -141,6 +142,14 @@ def _gpu_lines(n: int, m: int, dtype: str, kind: str) -> list[str]:
             + f"\n                 from {entry.source}" if entry
             else "the kernel's heuristic default (no tuned entry)"))
     return lines
+
+
+def _patch_state() -> str:
+    served = ", ".join(f"jnp.{s.name}" for s in patching.SERVED)
+    if patching.is_patched():
+        return f"in force in this process: {served} (and jax's searches through them)"
+    return (f"not in force (jaxsearch.patch(), or python -m jaxsearch.autopatch script.py, "
+            f"serves {served} and jax's searches through them)")
 
 
 def run_info(args: argparse.Namespace) -> int:
