@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bench import resampling, searchsorted
+from ..bench import patched, resampling, searchsorted
 from ..bench.timing import machine_info
 from .args import parse_count, parse_counts, parse_dtypes, parse_ratios
 
-FAMILIES = ("searchsorted", "resampling")
+FAMILIES = ("searchsorted", "resampling", "patched")
 
 
 def add_main_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,13 +44,16 @@ def add_bench_parser(sub: Any) -> None:
     b.add_argument("--family", choices=FAMILIES, default="searchsorted",
                    help="searchsorted (default): the search against its peers; resampling: "
                         "particle-filter ancestors, searchsorted_cumsum against a numba "
-                        "callback, jnp and numpy")
+                        "callback, jnp and numpy; patched: unchanged jnp code (histogram, "
+                        "random.choice, interp...), stock against jaxsearch.patch()")
     b.add_argument("--quick", action="store_true",
                    help="a small grid (sizes 1e3..1e6, float32/int32; resampling: 1e4, 1e5 "
-                        "and 16x1e3 under vmap): a minute or two")
+                        "and 16x1e3 under vmap; patched: 1e4 and 4x1e3 under vmap): a minute "
+                        "or two")
     b.add_argument("--output", type=Path, default=Path("."),
                    help="folder for bench_<device>.json and .png (default: .)")
-    b.add_argument("--sizes", type=parse_counts, help="N = M sizes, e.g. 1e3,1e5,1e7")
+    b.add_argument("--sizes", type=parse_counts,
+                   help="N = M sizes, e.g. 1e3,1e5,1e7 (patched: the workloads' sizes)")
     b.add_argument("--dtypes", type=parse_dtypes, help="e.g. float32,int32,float64,int64")
     b.add_argument("--skew-size", type=parse_count, help="max(N, M) of the skewed problems")
     b.add_argument("--skew-ratios", type=parse_ratios,
@@ -64,7 +67,9 @@ def add_bench_parser(sub: Any) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Run the family's benchmark, or with --replot report a saved run of it;
-    print the table and the files written."""
+    print the table and the files written. Exit status 1 where a patched run
+    was not served by jaxsearch or differed from stock's answer."""
+    ok = True
     if args.replot:
         data = json.loads(args.replot.read_text())
         saved = data["meta"].get("family", args.family)
@@ -74,6 +79,8 @@ def run_bench(args: argparse.Namespace) -> int:
             return 2
         if args.family == "resampling":
             table, paths = resampling.table(resampling.results_from_json(data)), {}
+        elif args.family == "patched":
+            table, paths = patched.table(patched.results_from_json(data)), {}
         else:
             table, paths = searchsorted.replot(
                 data, args.output / args.replot.with_suffix(".png").name)
@@ -81,6 +88,10 @@ def run_bench(args: argparse.Namespace) -> int:
         table, path = resampling.bench(
             quick=args.quick, output=args.output, repeats=args.bench_repeats or 5,
             max_call_s=args.max_call_s or 5.0)
+        paths = {"json": path}
+    elif args.family == "patched":
+        table, path, ok = patched.bench(quick=args.quick, output=args.output,
+                                        repeats=args.bench_repeats or 5, sizes=args.sizes)
         paths = {"json": path}
     else:
         grid = searchsorted.GRIDS.pick(args.quick)
@@ -92,4 +103,4 @@ def run_bench(args: argparse.Namespace) -> int:
     print(table)
     for what, path in paths.items():
         print(f"wrote {what}: {path}")
-    return 0
+    return 0 if ok else 1

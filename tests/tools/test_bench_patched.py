@@ -1,0 +1,82 @@
+"""The patched benchmark family: stock against jaxsearch.patch(), identical
+answers, served by jaxsearch, CLI and saved runs (no timing asserts)."""
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsearch import patched as patched_block
+from jaxsearch import tuning
+from jaxsearch.__main__ import main
+from jaxsearch.tools.bench import patched as bench_patched
+
+
+def test_compare_is_bit_for_bit():
+    a = (np.array([0.0, 1.0, np.nan], np.float32), np.arange(3))
+    assert bench_patched.compare(a, a).identical  # NaN is NaN, bit for bit
+    b = (np.array([-0.0, 1.0, np.nan], np.float32), np.arange(3))
+    d = bench_patched.compare(a, b)
+    assert (d.differing, d.elements, d.max_abs) == (1, 6, 0.0)  # -0.0 is not 0.0
+    d = bench_patched.compare(a, (a[0], np.arange(3, dtype=np.int8)))
+    assert d.differing == 3 and d.max_abs is None  # another dtype differs throughout
+
+
+def test_served_reads_the_lowering():
+    x = jnp.linspace(0, 1, 1000)
+
+    def f(x):
+        return jnp.searchsorted(x, x)
+
+    assert not bench_patched.served_by_jaxsearch(jax.jit(f).lower(x))
+    with patched_block():
+        assert bench_patched.served_by_jaxsearch(jax.jit(f).lower(x))
+
+
+def test_build_stacks_rows_under_vmap():
+    fn, args = bench_patched.build(bench_patched.PatchedProblem("resampling step", 100, rows=3))
+    w, u = args
+    assert w.shape == u.shape == (3, 100) and np.all(np.diff(u, axis=1) > 0)
+    assert np.asarray(fn(w, u)).shape == (3, 100)
+
+
+def test_run_refuses_under_the_patch():
+    with patched_block(), pytest.raises(RuntimeError, match="patch is in force"):
+        bench_patched.run([bench_patched.PatchedProblem("histogram sorted", 1000)])
+
+
+def test_cli_patched_family(tmp_path, capsys):
+    assert main(["bench", "--family", "patched", "--quick", "--repeats", "2",
+                 "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "stock against jaxsearch.patch()" in out and "resampling step 4x1e3 vmap" in out
+    saved = tmp_path / f"patched_{tuning.device_kind()}.json"
+    data = json.loads(saved.read_text())
+    rows = data["results"]
+    want = [w.name for w in bench_patched.WORKLOADS]
+    assert [r["problem"]["workload"] for r in rows] == want + [
+        w.name for w in bench_patched.WORKLOADS if w.vmapped]
+    for row in rows:
+        # Served by jaxsearch, with stock's very answer, and timed both ways.
+        assert row["served"] and row["identical"] and row["error"] is None, row
+        assert row["stock"]["median_s"] > 0 and row["patched"]["median_s"] > 0, row
+        histogram = row["problem"]["workload"].startswith("histogram")
+        assert (row["numpy"]["median_s"] is not None) == histogram, row
+
+    # Read back through the family's own reader: the very table of the run.
+    assert main(["bench", "--family", "patched", "--replot", str(saved)]) == 0
+    assert capsys.readouterr().out == out.removesuffix(f"wrote json: {saved}\n")
+
+
+def test_cli_fails_where_the_patch_did_not_serve(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench_patched, "WORKLOADS", (bench_patched.WORKLOADS[1],))
+    monkeypatch.setattr(bench_patched, "GRIDS", dataclasses.replace(
+        bench_patched.GRIDS, quick=bench_patched.PatchedGrid(sizes=(1000,), batch=(2, 100))))
+    monkeypatch.setattr(bench_patched, "served_by_jaxsearch", lambda lowered: False)
+    assert main(["bench", "--family", "patched", "--quick", "--repeats", "2",
+                 "--output", str(tmp_path)]) == 1
+    row = capsys.readouterr().out.split("histogram sorted 1e3")[1].splitlines()[0]
+    assert row.split()[-3] == "NO"  # the served column
