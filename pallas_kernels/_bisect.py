@@ -72,6 +72,25 @@ def lower_bound(load_a, lo, hi, v_key, *, steps, side):
     return bisect(lo, hi, steps, goes_right)
 
 
+def probe_search(load_a, lo, hi, v_key, *, steps, side):
+    """Per lane, where jnp's own binary search ("scan") lands for `v_key` in
+    `a[lo:hi]`, `lo` 0 for the whole of `a`: its probes, in its order (`lo`
+    moves to a counted key, `hi` to an uncounted one, over
+    ceil(log2(hi - lo + 1)) steps), so that the answer is jnp's on any `a`,
+    sorted or not (on a sorted `a`, lo plus the count of a[lo:hi] counted for
+    `v_key`). A lane with lo == hi answers hi; every read lies in [lo, hi)
+    where `active` holds."""
+
+    def step(carry):
+        lo, hi = carry
+        active = lo < hi
+        mid = lo + ((hi - lo) >> 1)
+        counted = precedes(sort_key(load_a(mid, active)), v_key, side) & active
+        return jnp.where(counted, mid, lo), jnp.where(counted, hi, mid)
+
+    return repeat(steps, step, (lo, hi))[1]
+
+
 def diagonal_split(load_a, load_v, n, m, diag, *, side):
     """How many elements of `a` (length n) the first `diag` elements of the
     merge of `a` and `v` (length m) hold; per lane, or a scalar `diag`."""

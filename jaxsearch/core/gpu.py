@@ -66,16 +66,20 @@ def choose(n: int, m: int, dtype) -> str | None:
     return None
 
 
-def by_order(order: str, v: jax.Array, run: Callable[[str], jax.Array]) -> jax.Array:
-    """`run("sorted")` or `run("any")` for the needles `v`, as `order` says:
-    "check" tests v's rows and picks one with lax.cond.
+def by_order(order: str, a: jax.Array, v: jax.Array,
+             run: Callable[[str], jax.Array]) -> jax.Array:
+    """`run("sorted")` or `run("any")` for keys `a` and needles `v`, as
+    `order` says: "check" tests the rows of both and picks one with lax.cond.
+    The merge path only where `a` is sorted too: on any other `a`, the binary
+    search follows jnp's probes and gives jnp's answers.
 
     One test for the whole batch (of this device's rows, when partitioned): a
     batched predicate would turn lax.cond into a select that runs both.
     """
     if order != "check":
         return run(order)
-    rows_sorted = jnp.all(jax.vmap(is_sorted)(v.reshape(-1, v.shape[-1])))
+    rows_sorted = jnp.all(jax.vmap(is_sorted)(v.reshape(-1, v.shape[-1]))) & \
+        jnp.all(jax.vmap(is_sorted)(a.reshape(-1, a.shape[-1])))
     return lax.cond(rows_sorted, lambda: run("sorted"), lambda: run("any"))
 
 
@@ -116,4 +120,4 @@ def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                                                 interpret=interpret),
                               a, v)
 
-    return by_order(order, v, run)
+    return by_order(order, a, v, run)

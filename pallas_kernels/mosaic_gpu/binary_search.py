@@ -2,7 +2,8 @@
 
 Each warpgroup takes a block of needles, spread over its 128 threads, and
 every needle searches the whole of `a` with the same fixed number of steps,
-ceil(log2(N + 1)), each step one per-lane load (see `_common`).
+ceil(log2(N + 1)), each step one per-lane load (see `_common`), in jnp's
+probe order (`_bisect.probe_search`), so that an unsorted `a` gets jnp's answers.
 Blocks at the end of `v` move back to lie inside it: the needles two blocks
 share get the same answer from both.
 """
@@ -22,7 +23,7 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
     start = mc.window(block * lanes.size, lanes.size, m)
     v_key = lanes.load(v_ref, start)
     lo, hi = lanes.full(0, idx), lanes.full(n, idx)
-    answer = _bisect.lower_bound(
+    answer = _bisect.probe_search(
         lanes.gather(a_ref), lo, hi, v_key, steps=n.bit_length(), side=side
     )
     lanes.store(o_ref, start, answer)

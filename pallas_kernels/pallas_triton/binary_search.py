@@ -2,7 +2,8 @@
 
 Each program takes a block of needles, one lane each, and every lane
 searches the whole of `a` with the same fixed number of steps,
-ceil(log2(N + 1)), so the lanes of a warp never diverge.
+ceil(log2(N + 1)), so the lanes of a warp never diverge; in jnp's probe order
+(`_bisect.probe_search`), so that an unsorted `a` gets jnp's answers.
 """
 
 import functools
@@ -25,7 +26,7 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
         lo = jnp.zeros(v_key.shape, idx)
         hi = jnp.where(valid, n, 0).astype(idx)
         load = functools.partial(_common.gather, a_ref)
-        return _bisect.lower_bound(load, lo, hi, v_key, steps=n.bit_length(), side=side)
+        return _bisect.probe_search(load, lo, hi, v_key, steps=n.bit_length(), side=side)
 
     _common.resolve_needles(v_ref, o_ref, start, m - start, block=block, resolve=resolve)
 

@@ -132,6 +132,23 @@ def bisect(
 
 
 @triton.jit
+def probe_search(lo, hi, a_ptr, v_key, STEPS: tl.constexpr, LEFT: tl.constexpr):
+    """Per lane, where jnp's own binary search ("scan") lands for `v_key` in
+    a[lo:hi]: its probes in its order (`lo` moves to a counted key, `hi` to
+    an uncounted one), so that the answer is jnp's on any `a`, sorted or not
+    (as `_bisect.probe_search`). STEPS: ceil(log2(hi - lo + 1)). Every
+    element read lies in [lo, hi)."""
+    for _ in range(STEPS):
+        active = lo < hi
+        mid = lo + ((hi - lo) >> 1)  # No overflow: 0 <= lo < hi <= extent.
+        a_key = order_key(tl.load(a_ptr + mid, mask=active, other=0))
+        counted = precedes(a_key, v_key, LEFT) & active
+        lo = tl.where(counted, mid, lo)
+        hi = tl.where(counted, hi, mid)
+    return hi
+
+
+@triton.jit
 def batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride):
     """The pointers of this program's batch row (grid axis 1).
 

@@ -4,7 +4,8 @@ The kernel behind `triton_binary_search_searchsorted` (in
 `searchsorted.py`, which imports this module lazily): each program takes
 `BLOCK` needles, one lane each, and every lane searches the whole of `a`
 with the same fixed number of halvings, ceil(log2(N + 1)), so the lanes of
-a warp never diverge. Grid: (ceil(M / BLOCK), batch).
+a warp never diverge; in jnp's probe order, so that an unsorted `a` gets
+jnp's answers. Grid: (ceil(M / BLOCK), batch).
 """
 
 import triton
@@ -13,9 +14,9 @@ import triton.language as tl
 from ._common import (
     as_index,
     batch_row,
-    bisect,
     index_dtype,
     load_needles,
+    probe_search,
     store_answers,
 )
 
@@ -52,5 +53,5 @@ def binary_search_kernel(
     v_key, valid = load_needles(v_ptr, start, m - start, BLOCK)
     lo = tl.zeros([BLOCK], index_dtype(WIDE))
     hi = tl.where(valid, lo + n, lo)
-    answer = bisect(lo, hi, a_ptr, v_key, None, None, STEPS, LEFT, False)
+    answer = probe_search(lo, hi, a_ptr, v_key, STEPS, LEFT)
     store_answers(o_ptr, start, answer, valid, BLOCK)

@@ -1,0 +1,70 @@
+"""The GPU implementations on an unsorted `a`: jnp's answers, as on CPU.
+
+jnp's default search ("scan") answers where its probes land, and float32's
+cumsum of positive weights (what particle filters search) need not be
+monotone. The GPU binary-search kernels follow jnp's probes, and the
+default call merges only where `a` is sorted too. Run here in each
+backend's interpreter (native Triton's needs torch), on a few small shapes
+(each shape is a compile).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsearch
+from jaxsearch.core import gpu
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
+)
+
+IMPLEMENTATIONS = [
+    pytest.param(name, marks=pytest.mark.skipif(
+        not gpu.status(name, interpret=True)[0],
+        reason=f"{name} cannot run in its interpreter here: {gpu.status(name, interpret=True)[1]}"))
+    for name in ("pallas", "mosaic", "triton")]
+
+
+def _unsorted_cases():
+    rng = np.random.default_rng(0)
+    ints = rng.integers(0, 40, 300).astype(np.int32)  # ties
+    nearly = np.sort(rng.normal(size=300)).astype(np.float32)
+    nearly[[10, 150, 290]] = nearly[[200, 20, 5]]  # a few descents
+    with_nan = rng.normal(size=300).astype(np.float32)
+    with_nan[[3, 100, 250]] = np.nan
+    zeros = np.array([0.0, -0.0, 1.0, -1.0, 0.0, 2.0] * 50, np.float32)
+    return {"ints": (ints, rng.integers(-3, 43, 257).astype(np.int32)),
+            "nearly_sorted": (nearly, np.sort(rng.normal(size=257)).astype(np.float32)),
+            "nan_inside": (with_nan, np.append(rng.normal(size=256), np.nan).astype(np.float32)),
+            "signed_zeros": (zeros, np.array([0.0, -0.0, 1.0, 0.5] * 64, np.float32))}
+
+
+CASES = _unsorted_cases()
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("sorted_v", [None, False])
+def test_unsorted_a_gives_jnps_answers(implementation, case, side, sorted_v):
+    a, v = CASES[case]
+    expected = jnp.searchsorted(a, v, side=side)
+    found = jaxsearch.searchsorted(a, v, side=side, sorted_v=sorted_v,
+                                   implementation=implementation)
+    np.testing.assert_array_equal(np.asarray(found), np.asarray(expected))
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_sorted_inputs_still_merge(implementation):
+    """On sorted a and v the default call still takes the merge path: the
+    order test lets it through (and it answers as jnp)."""
+    rng = np.random.default_rng(1)
+    a = np.sort(rng.normal(size=300)).astype(np.float32)
+    v = np.sort(rng.normal(size=257)).astype(np.float32)
+    found = jaxsearch.searchsorted(a, v, implementation=implementation)
+    np.testing.assert_array_equal(np.asarray(found), np.asarray(jnp.searchsorted(a, v)))
+    text = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, implementation=implementation)) \
+        .lower(a, v).as_text(debug_info=True)
+    assert "merge_path" in text and "binary_search" in text  # both branches of the cond
