@@ -90,7 +90,7 @@ cdef void cumsum_sum_part(CumsumJob* job, long part, const weight_t* w,
     lo = m * piece // job.slices
     hi = m * (piece + 1) // job.slices
     nv = non_nan_prefix(v, m)
-    ok = in_order(v, max(lo, 1), min(hi, nv))
+    ok = in_order(v, max(lo, 1), min(hi, nv), False)
     for t in range(max(lo, nv), hi):
         ok &= is_nan(v[t])
     if not ok:
@@ -173,7 +173,6 @@ cdef void cumsum_bisect_part(CumsumJob* job, long part, const weight_t* v, idx_t
     cdef int64_t a_off, v_off, n = job.shape.n, m = job.shape.m, j, size
     cdef int64_t lo = m * piece // job.needle_slices, hi = m * (piece + 1) // job.needle_slices
     cdef const double* sums = job.prefix + row * n
-    cdef Py_ssize_t na = non_nan_prefix(sums, n)
     cdef double block[MERGE_BLOCK]
     if not atomic_load(&job.unsorted[row]):
         return
@@ -183,7 +182,7 @@ cdef void cumsum_bisect_part(CumsumJob* job, long part, const weight_t* v, idx_t
     j = lo
     while j < hi:
         size = min(<int64_t>MERGE_BLOCK, hi - j)
-        bisect_kernel(sums, na, n, as_double(v + j, size, block), size, out + j, side)
+        bisect_kernel(sums, n, as_double(v + j, size, block), size, out + j, side)
         j += size
 
 

@@ -8,11 +8,11 @@ from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
 
-# `order`: what is known of the needles' order.
+# `order`: what is known of the needles' order (and a's).
 cdef enum:
     ORDER_ANY = 0       # no promise: binary search
-    ORDER_SORTED = 1    # the caller promised sorted needles
-    ORDER_CHECK = 2     # each part checks its own needles
+    ORDER_SORTED = 1    # the caller promised sorted needles and a sorted `a`
+    ORDER_CHECK = 2     # each part checks its own needles, each row of `a` once
 
 cdef enum:
     # The most threads one call may ask for (the `threads` attribute).

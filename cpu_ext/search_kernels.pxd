@@ -1,14 +1,17 @@
 # The CPU searchsorted kernels, as inline fused functions shared by the FFI
-# handler. One row: a sorted haystack `a` of n keys and m needles `v`; out[j]
-# is the number of a-elements that sort before v[j] for the side (a < x for
-# side='left', a <= x for side='right'), in jnp's total order: every NaN equal
-# and last, -0.0 == 0.0.
+# handler. One row: a haystack `a` of n keys and m needles `v`. On a sorted
+# `a`, out[j] is the number of a-elements that sort before v[j] for the side
+# (a < x for side='left', a <= x for side='right'), in jnp's total order:
+# every NaN equal and last, -0.0 == 0.0.
 #
-# NaNs are split off once per row: `na` is the length of a's non-NaN prefix
-# (a sorted with NaN last), so the hot loops compare plainly. A NaN needle
-# gets na (left) or n (right).
+# The binary search (bisect_kernel) follows jnp's own probes, so it answers
+# as jnp's default method does on any `a`, sorted or not. The merge and runs
+# kernels take a sorted `a` (NaN last): the handler checks that first unless
+# the caller promised it. For them NaNs are split off once per row: `na` is
+# the length of a's non-NaN prefix, so the hot loops compare plainly. A NaN
+# needle gets na (left) or n (right).
 #
-# Every kernel keeps its indices in [0, na] whatever the input order, so a
+# Every kernel keeps its indices in [0, n] whatever the input order, so a
 # broken sortedness promise gives wrong indices, never an access out of bounds.
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
@@ -71,7 +74,7 @@ cdef enum:
     # and int32): 4 and 8 were 3-20% slower, 5 and 7 within 5%; more chains
     # than registers spill the chain state.
     CHAINS = 6
-    # Needles the order check looks at between looks at its verdict.
+    # Elements the order checks look at between looks at their verdict.
     CHECK_BLOCK = 1024
 
 
@@ -129,14 +132,27 @@ cdef inline Py_ssize_t gallop_before(const key_t* p, Py_ssize_t lo, Py_ssize_t h
     return count_before(p, lo, min(lo + step - 1, hi), x, right)
 
 
-cdef inline bint in_order(const key_t* v, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
-    """Whether v[t - 1] <= v[t] for every t in [start, stop); false at any NaN.
+cdef inline bint in_order(const key_t* v, Py_ssize_t start, Py_ssize_t stop,
+                          bint nan_last) noexcept nogil:
+    """Whether v[t - 1] <= v[t] for every t in [start, stop); false at any NaN,
+    or with nan_last, true where v[t] is NaN: jnp's total order, NaNs last.
     Branch-free, so it vectorises."""
     cdef Py_ssize_t t
     cdef bint ok = True
     for t in range(start, stop):
-        ok &= v[t - 1] <= v[t]
+        ok &= (v[t - 1] <= v[t]) | (nan_last & is_nan(v[t]))
     return ok
+
+
+cdef inline bint in_order_blocks(const key_t* v, Py_ssize_t start, Py_ssize_t stop,
+                                 bint nan_last) noexcept nogil:
+    """in_order, in blocks of CHECK_BLOCK, each branch-free (vectorised), so
+    that an order broken early is given up on within its block."""
+    while start < stop:
+        if not in_order(v, start, min(start + CHECK_BLOCK, stop), nan_last):
+            return False
+        start += CHECK_BLOCK
+    return True
 
 
 cdef inline void merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
@@ -222,16 +238,8 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
 
 cdef inline bint is_sorted(const key_t* v, Py_ssize_t m) noexcept nogil:
     """Whether v is sorted with no NaN: v[t - 1] <= v[t] for every t (false
-    at a NaN). In blocks, each branch-free (vectorised), so that unsorted
-    needles are given up on within the first block."""
-    cdef Py_ssize_t start = 1
-    if m > 0 and is_nan(v[0]):
-        return False
-    while start < m:
-        if not in_order(v, start, min(start + CHECK_BLOCK, m)):
-            return False
-        start += CHECK_BLOCK
-    return True
+    at a NaN)."""
+    return not (m > 0 and is_nan(v[0])) and in_order_blocks(v, 1, m, False)
 
 
 cdef inline bint fill_run(const key_t* a, Py_ssize_t na, const key_t* v,
@@ -284,34 +292,84 @@ cdef inline bint runs_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     return fill_run(a, na, v, j, m, na, out, right, trust)
 
 
-cdef inline void bisect_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n,
-                               const key_t* v, Py_ssize_t m, idx_t* out,
-                               const side_t* side) noexcept nogil:
-    """Any needles: branch-free binary searches, LANES of them in lock-step so
-    their cache misses overlap."""
+cdef inline int probe_levels(Py_ssize_t n) noexcept nogil:
+    """The levels of jnp's binary search over n keys: ceil(log2(n + 1)),
+    the bit length of n."""
+    cdef int levels = 0
+    while n > 0:
+        levels += 1
+        n >>= 1
+    return levels
+
+
+cdef inline void probe_lanes(const key_t* a, Py_ssize_t n, int levels, const key_t* v,
+                             idx_t* out, const side_t* side) noexcept nogil:
+    """out[k] for the LANES needles v[0:LANES], by jnp's probe recurrence
+    (jax's _searchsorted_scan_impl): `levels` times mid = low + (high - low)
+    // 2, then (low, high) = (mid, high) if a[mid] is counted else (low,
+    mid); the answer is high. Same probes, so the same answers as jnp on any
+    `a`, sorted or not (a NaN needle is answered by the caller). Every mid
+    lies in [0, n). Branch-free (two selects), the lanes in lock-step so
+    that their cache misses overlap."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t base[LANES]
-    cdef Py_ssize_t j = 0, k, length, half
-    cdef Py_ssize_t nan_answer = n if right else na
-    cdef key_t x
-    if na == 0:
-        for j in range(m):
-            out[j] = <idx_t>(nan_answer if is_nan(v[j]) else 0)
-        return
-    while j + LANES <= m:
+    cdef Py_ssize_t low[LANES]
+    cdef Py_ssize_t high[LANES]
+    cdef Py_ssize_t k, mid
+    cdef bint c
+    cdef int level
+    for k in range(LANES):
+        low[k] = 0
+        high[k] = n
+    for level in range(levels):
         for k in range(LANES):
-            base[k] = 0
-        length = na
-        while length > 1:
-            half = length >> 1
+            # low + (high - low) // 2, as both are below 2^62.
+            mid = (low[k] + high[k]) >> 1
+            c = before(a[mid], v[k], right)
+            low[k] = mid if c else low[k]
+            high[k] = high[k] if c else mid
+    for k in range(LANES):
+        out[k] = <idx_t>high[k]
+
+
+cdef inline Py_ssize_t nan_needle_answer(const key_t* a, Py_ssize_t n, int levels,
+                                         bint right) noexcept nogil:
+    """jnp's answer for a NaN needle: n on side='right' (it comes after every
+    key), else where its probes end, every non-NaN key being counted for it."""
+    cdef Py_ssize_t low = 0, high = n, mid
+    cdef int level
+    if right:
+        return n
+    for level in range(levels):
+        mid = low + (high - low) // 2
+        if is_nan(a[mid]):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+                               idx_t* out, const side_t* side) noexcept nogil:
+    """Any needles in any `a`: jnp's binary search (probe_lanes), LANES
+    needles at a time; each NaN needle's answer is the same, found once."""
+    cdef bint right = side_t is RightSide
+    cdef int levels = probe_levels(n)
+    cdef Py_ssize_t j = 0, k, nan_answer = -1
+    cdef key_t last[LANES]
+    cdef idx_t last_out[LANES]
+    while j < m:
+        if j + LANES <= m:
+            probe_lanes(a, n, levels, v + j, out + j, side)
+        else:
+            # The last few needles, padded to a group with the last of them.
             for k in range(LANES):
-                base[k] = base[k] + half if before(a[base[k] + half], v[j + k], right) else base[k]
-            length -= half
-        for k in range(LANES):
-            x = v[j + k]
-            out[j + k] = <idx_t>(nan_answer if is_nan(x)
-                                 else base[k] + before(a[base[k]], x, right))
+                last[k] = v[min(j + k, m - 1)]
+            probe_lanes(a, n, levels, last, last_out, side)
+            for k in range(m - j):
+                out[j + k] = last_out[k]
+        for k in range(j, min(j + LANES, m)):
+            if is_nan(v[k]):
+                if nan_answer < 0:
+                    nan_answer = nan_needle_answer(a, n, levels, right)
+                out[k] = <idx_t>nan_answer
         j += LANES
-    for j in range(j, m):
-        x = v[j]
-        out[j] = <idx_t>(nan_answer if is_nan(x) else count_before(a, 0, na, x, right))

@@ -6,26 +6,37 @@
 # least), `order` (ORDER_*), `right` (0/1) and `threads` (at most this many
 # threads). Kernels in search_kernels.pxd.
 #
-# Parallelism: the needles of all rows are cut into parts. The calling thread
-# and up to threads - 1 tasks on XLA's own CPU thread pool claim parts from
-# an atomic counter. The caller waits only for parts that were claimed, never
+# The binary search answers as jnp's default method does, on any `a`; the
+# merge and runs kernels, only where `a` is sorted (NaN last). So a checked
+# call (ORDER_CHECK) runs in two phases, each cut into parts:
+#   0. the order of each distinct row of `a` (which may broadcast over many
+#      rows of needles), in equal shares, flagging a row out of order;
+#   1. the needles of all rows; a row whose `a` was flagged is binary-searched.
+# The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
+# claim parts from an atomic counter per phase. A thread waits between the
+# phases and the caller at the end only for parts that were claimed, never
 # for a task to start, so a busy machine costs no more than one thread.
 #
 # Included by _cpu_ext.pyx after ffi_common.pxi, whose parts it uses.
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
-from libc.stdlib cimport free
+from libc.stdlib cimport calloc, free
 
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
-                             Checked, is_nan, is_sorted, non_nan_prefix, merge_kernel,
-                             runs_kernel, bisect_kernel)
+                             Checked, is_nan, is_sorted, in_order_blocks, non_nan_prefix,
+                             merge_kernel, runs_kernel, bisect_kernel)
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
     KERNEL_MERGE = 0
     KERNEL_RUNS = 1
     KERNEL_BISECT = 2
+
+cdef enum:
+    SEARCH_PHASES = 2
+    # Keys of `a` per part of the order check, at least.
+    CHECK_GRAIN = 1 << 16
 
 # The key dtypes the kernels take (run_part gives each its C type).
 cdef enum:
@@ -53,22 +64,25 @@ cdef struct SearchAttrs:
 cdef struct SearchJob:
     # Shared by the caller and the pool tasks; freed by the last to let go.
     JobHead head
-    long next_part
-    long done_parts
-    long parts
-    long slices                     # parts per row
+    long next_part[SEARCH_PHASES]
+    long done_parts[SEARCH_PHASES]
+    long parts[SEARCH_PHASES]
+    long slices                     # phase 1's parts per row
+    long check_slices               # phase 0's parts per row of a
+    long* unsorted                  # rows of a: 1 where out of order; NULL: none checked
     Shape shape
     bint right
     int order
     int kernel
 
 
-cdef bint search_sorted(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
+cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
                        Py_ssize_t m, idx_t* out, int kernel, const side_t* side,
                        const trust_t* trust) noexcept nogil:
-    """Sorted needles by the merge or runs kernel, their NaN tail split off
-    like a's. Returns False when a checking kernel found them out of order."""
-    cdef Py_ssize_t nv = non_nan_prefix(v, m), j
+    """Sorted needles in a sorted `a` by the merge or runs kernel, the NaN
+    tails of both split off. Returns False when a checking kernel found the
+    needles out of order."""
+    cdef Py_ssize_t na = non_nan_prefix(a, n), nv = non_nan_prefix(v, m), j
     cdef bint tail_ok = True
     for j in range(nv, m):
         out[j] = <idx_t>(n if side_t is RightSide else na)
@@ -85,81 +99,145 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t
 
 
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                       idx_t* out, const SearchJob* job, const side_t* side) noexcept nogil:
+                       idx_t* out, const SearchJob* job, bint a_sorted,
+                       const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`. Each part checks its
     own needles, so parts of one row may take different kernels."""
-    cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef int kernel = KERNEL_BISECT if job.order == ORDER_ANY else job.kernel
-    # Binary search answers any needles, so it needs no check.
+    cdef int kernel = job.kernel if job.order != ORDER_ANY and a_sorted else KERNEL_BISECT
+    # Binary search answers any needles in any `a`, so it needs no check.
     if kernel == KERNEL_BISECT:
-        bisect_kernel(a, na, n, v, m, out, side)
+        bisect_kernel(a, n, v, m, out, side)
     elif job.order == ORDER_SORTED:
-        search_sorted(a, na, n, v, m, out, kernel, side, <const Trusted*>NULL)
-    elif not search_sorted(a, na, n, v, m, out, kernel, side, <const Checked*>NULL):
-        bisect_kernel(a, na, n, v, m, out, side)
+        search_sorted(a, n, v, m, out, kernel, side, <const Trusted*>NULL)
+    elif not search_sorted(a, n, v, m, out, kernel, side, <const Checked*>NULL):
+        bisect_kernel(a, n, v, m, out, side)
+
+
+cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
+    """Phase 0: one share of a row of `a`, whose pairs (a[t - 1], a[t]) for
+    t in [lo, hi) must be in jnp's order; the row is flagged where not."""
+    cdef long row = part // job.check_slices, piece = part % job.check_slices
+    cdef int64_t n = job.shape.n
+    cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
+    cdef int64_t hi = n * (piece + 1) // job.check_slices
+    if not in_order_blocks(a + row * n, lo, hi, True):
+        atomic_store(&job.unsorted[row], 1)
 
 
 cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t* v,
                     idx_t* out) noexcept nogil:
+    """Phase 1: one slice of a row's needles."""
     cdef long row = part // job.slices, piece = part % job.slices
     cdef int64_t a_off, v_off
     cdef int64_t lo = job.shape.m * piece // job.slices
     cdef int64_t hi = job.shape.m * (piece + 1) // job.slices
+    cdef bint a_sorted
     row_offsets(&job.shape, row, &a_off, &v_off)
+    # a_off // n is the row of `a` (its rows are contiguous, n keys each).
+    a_sorted = job.unsorted == NULL or not atomic_load(&job.unsorted[a_off // job.shape.n])
     a += a_off
     v += v_off + lo
     out += row * job.shape.m + lo
     if job.right:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, <const RightSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, <const RightSide*>NULL)
     else:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, <const LeftSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, <const LeftSide*>NULL)
 
 
-cdef void run_key(const SearchJob* job, long part, const key_t* a, const key_t* v) noexcept nogil:
-    if job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
+                  const key_t* v) noexcept nogil:
+    if phase == 0:
+        check_part(job, part, a)
+    elif job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_typed(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     else:
         run_typed(job, part, a, v, <int64_t*>job.shape.out_buf.data)
 
 
-cdef void run_part(const SearchJob* job, long part) noexcept nogil:
-    """The part's kernels at the C type of its keys, one of KEY_DTYPES."""
+cdef void run_part(const SearchJob* job, int phase, long part) noexcept nogil:
+    """The part of the phase at the C type of its keys, one of KEY_DTYPES."""
     cdef const void* a = job.shape.a_buf.data
     cdef const void* v = job.shape.v_buf.data
     cdef XLA_FFI_DataType dt = job.shape.a_buf.dtype
-    if dt == XLA_FFI_DataType_F32: run_key(job, part, <const float*>a, <const float*>v)
-    elif dt == XLA_FFI_DataType_F64: run_key(job, part, <const double*>a, <const double*>v)
-    elif dt == XLA_FFI_DataType_S32: run_key(job, part, <const int32_t*>a, <const int32_t*>v)
-    elif dt == XLA_FFI_DataType_S64: run_key(job, part, <const int64_t*>a, <const int64_t*>v)
-    elif dt == XLA_FFI_DataType_S8: run_key(job, part, <const int8_t*>a, <const int8_t*>v)
-    elif dt == XLA_FFI_DataType_S16: run_key(job, part, <const int16_t*>a, <const int16_t*>v)
+    if dt == XLA_FFI_DataType_F32:
+        run_key(job, phase, part, <const float*>a, <const float*>v)
+    elif dt == XLA_FFI_DataType_F64:
+        run_key(job, phase, part, <const double*>a, <const double*>v)
+    elif dt == XLA_FFI_DataType_S32:
+        run_key(job, phase, part, <const int32_t*>a, <const int32_t*>v)
+    elif dt == XLA_FFI_DataType_S64:
+        run_key(job, phase, part, <const int64_t*>a, <const int64_t*>v)
+    elif dt == XLA_FFI_DataType_S8:
+        run_key(job, phase, part, <const int8_t*>a, <const int8_t*>v)
+    elif dt == XLA_FFI_DataType_S16:
+        run_key(job, phase, part, <const int16_t*>a, <const int16_t*>v)
     # A bool is one byte holding 0 or 1, and False < True: compare as uint8.
     elif dt == XLA_FFI_DataType_U8 or dt == XLA_FFI_DataType_PRED:
-        run_key(job, part, <const uint8_t*>a, <const uint8_t*>v)
-    elif dt == XLA_FFI_DataType_U16: run_key(job, part, <const uint16_t*>a, <const uint16_t*>v)
-    elif dt == XLA_FFI_DataType_U32: run_key(job, part, <const uint32_t*>a, <const uint32_t*>v)
-    else: run_key(job, part, <const uint64_t*>a, <const uint64_t*>v)
+        run_key(job, phase, part, <const uint8_t*>a, <const uint8_t*>v)
+    elif dt == XLA_FFI_DataType_U16:
+        run_key(job, phase, part, <const uint16_t*>a, <const uint16_t*>v)
+    elif dt == XLA_FFI_DataType_U32:
+        run_key(job, phase, part, <const uint32_t*>a, <const uint32_t*>v)
+    else:
+        run_key(job, phase, part, <const uint64_t*>a, <const uint64_t*>v)
+
+
+cdef void wait_for_parts(SearchJob* job, int phase) noexcept nogil:
+    """Until every part of the phase is done (each one claimed already)."""
+    while atomic_load(&job.done_parts[phase]) < job.parts[phase]:
+        sched_yield()
 
 
 cdef void search_work(void* data) noexcept nogil:
-    """Claims and runs parts until none is left (in the calling thread's
-    floating-point mode)."""
+    """Claims and runs parts, phase by phase, until none is left (in the
+    calling thread's floating-point mode). Phase 1 starts once every part of
+    phase 0 is done: all of them are claimed by then, so this waits only for
+    claimed parts."""
     cdef SearchJob* job = <SearchJob*>data
-    cdef long part = fetch_add(&job.next_part, 1)
-    while part < job.parts:
-        run_part(job, part)
-        fetch_add(&job.done_parts, 1)
-        part = fetch_add(&job.next_part, 1)
+    cdef int phase
+    cdef long part
+    for phase in range(SEARCH_PHASES):
+        part = fetch_add(&job.next_part[phase], 1)
+        while part < job.parts[phase]:
+            run_part(job, phase, part)
+            fetch_add(&job.done_parts[phase], 1)
+            part = fetch_add(&job.next_part[phase], 1)
+        if phase == 0:
+            wait_for_parts(job, 0)
+
+
+cdef void free_search_job(void* data) noexcept nogil:
+    free((<SearchJob*>data).unsorted)
+    free(data)
+
+
+cdef int64_t operand_rows(const XLA_FFI_Buffer* buf) noexcept nogil:
+    """The rows of an operand: the product of its batch dimensions."""
+    cdef int64_t rows = 1, d
+    for d in range(buf.rank - 1):
+        rows *= buf.dims[d]
+    return rows
 
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
                              int64_t min_parallel) noexcept nogil:
-    """The call's shape, cut into parts."""
+    """The call's shape, cut into parts: a checked call whose sorted needles
+    take the merge or runs kernel checks each row of `a` first (a row of one
+    key, or with no needle to answer, needs none)."""
     cdef const char* message = plan_shape(&job.shape, cf)
+    cdef int64_t a_rows
     if message != NULL:
         return message
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
-    job.parts = job.shape.rows * job.slices
+    job.parts[1] = job.shape.rows * job.slices
+    if (job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT and job.shape.n > 1
+            and job.shape.m > 0):
+        a_rows = operand_rows(job.shape.a_buf)
+        job.check_slices = slices_per_row(job.shape.n, threads, CHECK_GRAIN)
+        job.parts[0] = a_rows * job.check_slices
+        job.unsorted = <long*>calloc(max(a_rows, <int64_t>1), sizeof(long))
+        if job.unsorted == NULL:
+            return b"jaxsearch: out of memory"
     return NULL
 
 
@@ -183,21 +261,20 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     cdef const char* message = read_search_attrs(cf, &attrs, message_buf)
     if message != NULL:
         return message
-    job = <SearchJob*>new_job(sizeof(SearchJob), search_work, free)
+    job = <SearchJob*>new_job(sizeof(SearchJob), search_work, free_search_job)
     if job == NULL:
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel)
     if message != NULL:
-        free(job)
+        free_search_job(job)
         return message
     advise_huge_pages(job.shape.out_buf)
-    start_tasks(cf, &job.head, call_threads(attrs.threads, job.parts) - 1)
+    start_tasks(cf, &job.head, call_threads(attrs.threads, job.parts[1]) - 1)
     search_work(job)
     # Parts claimed by pool tasks may still be running; unstarted tasks are
     # not waited for (they find no part left, and the last one frees the job).
-    while atomic_load(&job.done_parts) < job.parts:
-        sched_yield()
+    wait_for_parts(job, 1)
     release(&job.head)
     return NULL
 

@@ -42,12 +42,14 @@ def searchsorted(
       v: needles, any shape.
       side: "left" (first suitable index) or "right" (last).
       sorter: optional indices that sort `a`, as in numpy.
-      sorted_v: True promises that the flattened `v` is sorted ascending (NaN
-        last): one merge of two sorted streams. A broken promise gives
-        unspecified indices, always within [0, len(a)]. False: any `v`, binary
-        search. None (default): exact for any `v`; the kernel for sorted
-        needles checks their order as it goes, and a part of `v` found out of
-        order is binary-searched instead.
+      sorted_v: True promises that `a` and the flattened `v` are both sorted
+        ascending (NaN last): one merge of two sorted streams. A broken
+        promise gives unspecified indices, always within [0, len(a)]. False:
+        any `v`, binary search. None (default): exact for any `v`; the kernel
+        for sorted needles checks their order as it goes (and a's, once), and
+        what is found out of order is binary-searched instead. For None and
+        False the answers equal jnp's default method's on any `a`, sorted or
+        not.
       method: one of jnp's methods ("scan", "scan_unrolled", "sort",
         "compare_all") to run ``jnp.searchsorted`` with that method; None lets
         jaxsearch choose.

@@ -60,14 +60,17 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
-      a: sorted keys, NaN last, of a key dtype but float16 and bfloat16
-        (`keys.WIDENED_TO_FLOAT32`); shape (..., n).
+      a: keys of a key dtype but float16 and bfloat16
+        (`keys.WIDENED_TO_FLOAT32`); shape (..., n). For orders "any" and
+        "check" any keys: the answers are jnp's default method's, sorted
+        keys or not; for "sorted", sorted keys, NaN last.
       v: needles of a's dtype, shape (..., m). Leading dimensions of `a` and
         `v` are batch dimensions that broadcast as in numpy.
       side: "left" or "right".
-      order: "any" (binary search), "sorted" (trust that v is sorted) or
-        "check" (each part of a row checks its needles as it merges them,
-        and binary-searches them when they are out of order).
+      order: "any" (binary search), "sorted" (trust that a and v are sorted)
+        or "check" (each row of `a` is checked once, each part of a row
+        checks its needles as it merges them, and either found out of order
+        is binary-searched).
       kernel: kernel for sorted needles: "merge", "runs" or "bisect".
       out_dtype: int32 or int64.
       threads: at most this many threads (the caller and tasks on XLA's CPU

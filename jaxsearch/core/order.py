@@ -2,10 +2,10 @@
 (`sorted_v`) asks of the kernels.
 
 The orders: "any" (binary search), "sorted" (the caller promised sorted
-needles: merge) and "check" (test them, then merge when sorted). The CPU
-kernels take "check" themselves (each part of the needles is checked while
-it is merged, in the extension); the GPU binding tests the needles first
-(`gpu.by_order`).
+needles, and a sorted `a`: merge) and "check" (test them, then merge when
+sorted). The CPU kernels take "check" themselves (each row of `a` is checked
+once, each part of the needles while it is merged, in the extension); the
+GPU binding tests the needles first (`gpu.by_order`).
 """
 
 from __future__ import annotations

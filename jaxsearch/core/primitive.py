@@ -54,7 +54,8 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
     """Binds the primitive.
 
     Args:
-      a: sorted keys, shape (*batch, n).
+      a: keys, shape (*batch, n): sorted for order "sorted"; for the
+        others any, answered as jnp's default method answers.
       v: needles of a's dtype, shape (*batch, *needles); `batch` has as many
         dimensions as a's, and the two broadcast.
       side: "left" or "right".

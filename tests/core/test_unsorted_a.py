@@ -1,0 +1,238 @@
+"""searchsorted on an `a` that is not sorted: for sorted_v=None and False the
+answers are jnp's default method's (jax's probe recurrence, method="scan"),
+whatever the kernel, the threads and the rows.
+
+The running sum of float32 weights that every particle filter searches is
+one such `a`: XLA's float32 cumsum is not monotone at a million weights.
+The CPU binary search follows jnp's probes; the merge and runs kernels
+answer only rows of `a` found in order (NaN last), the others are searched
+as jnp searches them. The negative controls (sorted_v=True, which checks
+nothing) show that each case's `a` does change the merge's answers.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers.keys import random_keys, sort_keys
+from helpers.served import assert_cpu_kernel
+
+import jaxsearch
+from jaxsearch import tuning
+from jaxsearch.core import cpu
+
+SIDES = ("left", "right")
+CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
+                                                  "threads", "min_parallel"))
+# (n, m) for each kernel the tests force: where the tuning would pick it.
+KERNEL_SIZES = {"merge": (3000, 3000), "runs": (40, 20_000), "bisect": (3000, 500)}
+# One thread, and two threads on small parts (several parts per row).
+THREADS = [(1, 1 << 16), (2, 64)]
+
+
+def seeded(*labels: object) -> np.random.Generator:
+    """A generator of the case's own, the same in every run."""
+    return np.random.default_rng(zlib.crc32("-".join(map(str, labels)).encode()))
+
+
+def like_jnp(a: np.ndarray, v: np.ndarray, side: str) -> np.ndarray:
+    """jnp's default method, row by row: a (..., n) and v (..., m) broadcast
+    over their batch dimensions."""
+    batch = np.broadcast_shapes(a.shape[:-1], v.shape[:-1])
+    a = np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1])
+    v = np.broadcast_to(v, batch + v.shape[-1:]).reshape(-1, v.shape[-1])
+    rows = jax.vmap(lambda a, v: jnp.searchsorted(a, v, side=side, method="scan"))(
+        jnp.asarray(a), jnp.asarray(v))
+    return np.asarray(rows).reshape(batch + v.shape[-1:])
+
+
+def unsorted_keys(rng: np.random.Generator, n: int, dtype: str) -> dict[str, np.ndarray]:
+    """Rows of `a` out of order in the ways that matter, named."""
+    base = sort_keys(random_keys(rng, n, dtype))
+    few = max(1, n // 500)
+
+    def swapped(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        a = base.copy()
+        a[i], a[j] = base[j], base[i]
+        return a
+
+    def spiked(at: np.ndarray) -> np.ndarray:
+        a = base.copy()
+        a[at] = base[-1] if not np.issubdtype(base.dtype, np.floating) else np.nanmax(base)
+        return a
+
+    at = rng.integers(0, n - 1, few)
+    cases = {
+        "permuted": rng.permutation(base),
+        "a few swaps": swapped(rng.integers(0, n, few), rng.integers(0, n, few)),
+        # Descents of a step or two, as in a float32 running sum.
+        "adjacent swaps": swapped(at, at + 1),
+        "spikes": spiked(at),
+        "reversed": base[::-1].copy(),
+        "ties out of order": rng.permutation(random_keys(rng, n, dtype, distinct=4)),
+    }
+    if np.issubdtype(base.dtype, np.floating):
+        nan_inside = base.copy()
+        nan_inside[[n // 3, n // 2]] = np.nan
+        zeros = base.copy()
+        zeros[rng.integers(0, n, 4 * few)] = rng.choice(np.array([0.0, -0.0], base.dtype),
+                                                        4 * few)
+        cases |= {"NaN inside": nan_inside, "signed zeros out of place": zeros}
+    cases["sorted"] = base  # the control: in order, NaN last
+    return cases
+
+
+def needles(rng: np.random.Generator, a: np.ndarray, m: int, sort: bool) -> np.ndarray:
+    """m needles of a's dtype: random (with NaN, +-inf, +-0.0 for floats),
+    a quarter of them equal to keys of `a`."""
+    v = random_keys(rng, m, a.dtype.name)
+    v[: m // 4] = rng.choice(a.reshape(-1), m // 4)
+    return sort_keys(v) if sort else rng.permutation(v)
+
+
+def cpu_search(a, v, side, order, kernel, threads, min_parallel) -> np.ndarray:
+    return np.asarray(CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
+                                 kernel=kernel, out_dtype=np.dtype(np.int32), threads=threads,
+                                 min_parallel=min_parallel))
+
+
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+@pytest.mark.parametrize("kernel", cpu.KERNELS)
+def test_each_kernel_answers_as_jnp(kernel, dtype, threads, min_parallel):
+    """Each kernel, forced, for the checked order and for any order, both
+    sides, sorted and unsorted needles, on every kind of unsorted `a`."""
+    rng = seeded(kernel, dtype, threads)
+    n, m = KERNEL_SIZES[kernel]
+    for name, a in unsorted_keys(rng, n, dtype).items():
+        for sort in (True, False):
+            v = needles(rng, a, m, sort)
+            for side in SIDES:
+                want = like_jnp(a, v, side)
+                for order in ("check", "any"):
+                    got = cpu_search(a, v, side, order, kernel, threads, min_parallel)
+                    np.testing.assert_array_equal(
+                        got, want, err_msg=f"{name}, sorted needles {sort}, {side}, {order}")
+
+
+@pytest.mark.parametrize("kernel", ["merge", "runs"])
+def test_the_merge_on_unsorted_a_would_differ(kernel):
+    """The negative control: trusted (order "sorted"), the merge and runs
+    kernels answer otherwise than jnp on these rows of `a`, so the checked
+    call's answers being jnp's shows the check at work."""
+    rng = seeded("control", kernel)
+    n, m = KERNEL_SIZES[kernel]
+    a = unsorted_keys(rng, n, "float32")["spikes"]
+    v = needles(rng, a, m, True)
+    trusted = cpu_search(a, v, "left", "sorted", kernel, 1, 1 << 16)
+    assert (trusted != like_jnp(a, v, "left")).any()
+
+
+def test_the_order_check_split_over_threads():
+    """A row of `a` long enough that its check is cut into several parts:
+    a single descent on either side of each boundary between them, and at
+    both ends of the row, is found."""
+    n, m = 300_000, 2000  # four check parts of 75,000 keys on two threads
+    rng = seeded("split", n)
+    base = np.sort(rng.standard_normal(n)).astype(np.float32)
+    v = np.sort(np.concatenate([rng.choice(base, m // 2), rng.standard_normal(m // 2)])
+                ).astype(np.float32)
+    # The keys past t lowered: one descent, between t - 1 and t.
+    for t in (1, n - 1, *(b + d for b in (75_000, 150_000, 225_000) for d in (-1, 0, 1))):
+        a = base.copy()
+        a[t:] -= 1
+        want = like_jnp(a, v, "left")
+        if 1 < t < n - 1:  # at the row's ends the trusted merge happens to agree
+            assert (cpu_search(a, v, "left", "sorted", "merge", 2, 64) != want).any(), t
+        for threads, min_parallel in THREADS:
+            np.testing.assert_array_equal(
+                cpu_search(a, v, "left", "check", "merge", threads, min_parallel), want,
+                err_msg=f"descent at {t}, {threads} threads")
+
+
+@pytest.mark.parametrize("kernel", ["merge", "runs"])
+def test_rows_of_a_some_sorted_some_not(kernel):
+    """Batched rows: each row of `a` is checked on its own, also where `a`
+    broadcasts over the rows of the needles or the needles over `a`'s."""
+    rng = seeded("rows", kernel)
+    n, m = KERNEL_SIZES[kernel]
+    cases = unsorted_keys(rng, n, "float32")
+    a = np.stack(list(cases.values()))  # the last row is sorted
+    v = np.stack([needles(rng, a, m, True) for _ in cases])
+    for a_rows, v_rows in [(a, v), (a, v[:1]), (a[:1], v), (a[-1:], v), (a[1:2, None], v[None])]:
+        for side in SIDES:
+            want = like_jnp(a_rows, v_rows, side)
+            for threads, min_parallel in THREADS:
+                got = cpu_search(a_rows, v_rows, side, "check", kernel, threads, min_parallel)
+                np.testing.assert_array_equal(got, want, err_msg=f"{a_rows.shape}, {side}")
+
+
+@pytest.mark.parametrize("sorted_v", [None, False])
+@pytest.mark.parametrize("regime, n, m", [("runs", 10, 20_000), ("merge", 20_000, 20_000),
+                                          ("bisect", 20_000, 50)])
+def test_public_call_in_each_regime(regime, n, m, sorted_v):
+    """jaxsearch.searchsorted as a user calls it, where the tuning picks each
+    kernel, and on two threads with small parts; vmapped rows too."""
+    rng = seeded("public", regime, sorted_v)
+    a_cases = unsorted_keys(rng, n, "float32")
+    for name, a in a_cases.items():
+        for sort in (True, False):
+            v = needles(rng, a, m, sort)
+            for side in SIDES:
+                want = like_jnp(a, v, side)
+                got = jaxsearch.searchsorted(a, v, side, sorted_v=sorted_v)
+                np.testing.assert_array_equal(np.asarray(got), want,
+                                              err_msg=f"{name}, sorted needles {sort}, {side}")
+    a = np.stack([a_cases["permuted"], a_cases["sorted"], a_cases["spikes"]])
+    v = np.stack([needles(rng, a, m, True) for _ in range(3)])
+    search = jax.vmap(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=sorted_v))
+    with tuning.use_cpu_config(tuning.CpuConfig(threads=2, min_parallel=16)):
+        assert_cpu_kernel(search, a, v, kernel=regime,
+                          order="check" if sorted_v is None else "any")
+        np.testing.assert_array_equal(np.asarray(search(a, v)), like_jnp(a, v, "left"))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "uint16", "uint32", "float16",
+                                   "bfloat16", "float32"])
+def test_every_dtype(dtype):
+    rng = seeded("dtype", dtype)
+    for n, m in [(1, 5), (2, 7), (257, 1031), (1000, 1000), (37, 5000)]:
+        a = rng.permutation(random_keys(rng, n, dtype))
+        for sorted_v, sort in [(None, True), (None, False), (False, False)]:
+            v = needles(rng, a, m, sort)
+            for side in SIDES:
+                got = jaxsearch.searchsorted(a, v, side, sorted_v=sorted_v)
+                want = jnp.searchsorted(a, v, side, method="scan")
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want),
+                                              err_msg=f"n={n}, m={m}, {side}")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+def test_64_bit_dtypes(x64, dtype):
+    rng = seeded("x64", dtype)
+    for kernel, (n, m) in KERNEL_SIZES.items():
+        for name, a in unsorted_keys(rng, n, dtype).items():
+            v = needles(rng, a, m, True)
+            for side in SIDES:
+                got = cpu_search(a, v, side, "check", kernel, 2, 64)
+                np.testing.assert_array_equal(got, like_jnp(a, v, side),
+                                              err_msg=f"{kernel}, {name}, {side}")
+
+
+def test_running_sum_of_softmax_weights():
+    """The particle filter's line: searchsorted(cumsum(softmax(x)), u) with
+    sorted uniforms u, on a float32 running sum that is not monotone."""
+    n = 2_000_000
+    key_x, key_u = jax.random.split(jax.random.key(0))
+    a = jnp.cumsum(jax.nn.softmax(jax.random.normal(key_x, (n,), jnp.float32)))
+    descents = int(jnp.sum(a[1:] < a[:-1]))
+    assert descents > 0, "this running sum came out monotone: the case needs a larger n"
+    u = jnp.sort(jax.random.uniform(key_u, (n,), jnp.float32))
+    want = np.asarray(jnp.searchsorted(a, u))
+    for sorted_v in (None, False):
+        np.testing.assert_array_equal(np.asarray(jaxsearch.searchsorted(a, u, sorted_v=sorted_v)),
+                                      want, err_msg=f"sorted_v={sorted_v}, {descents} descents")
