@@ -48,10 +48,11 @@ def histogram(
     one). When `a` is sorted (checked at run time, NaN last) the counts come
     from searching the edges in `a`, with no pass over it but the check;
     otherwise each value is searched among the edges and counted in a
-    scatter, as jnp does. With weights and sorted `a`, each bin's weights
-    are summed in blocks rather than one by one, so a weighted count may
-    differ from jnp's by rounding (by its own rounding error, at most);
-    unsorted, the sums are jnp's.
+    scatter, as jnp does. With float32 or float64 weights and sorted `a`,
+    each bin's weights are summed in blocks rather than one by one, so a
+    weighted count may differ from jnp's by rounding (by about jnp's own
+    rounding error); other weights, and unsorted `a`, are summed as jnp
+    sums them.
 
     Args:
       a: values, any shape (flattened).
@@ -118,7 +119,10 @@ def _histogram(a, edges, weights) -> jax.Array:
         # Exact counts, as float ones add up exactly while below 2**(nmant+1).
         fast = n <= 2 ** (jnp.finfo(dtype).nmant + 1)
     else:
-        fast = nbins * (-(-n // block) + 2 * block) <= _MAX_WORK * n
+        # Half-precision sums in another order stray far from jnp's (which
+        # stop growing early): those are summed as jnp sums them.
+        fast = jnp.finfo(dtype).bits >= 32 and \
+            nbins * (-(-n // block) + 2 * block) <= _MAX_WORK * n
     if not fast:
         return unsorted()
 
