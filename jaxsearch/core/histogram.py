@@ -43,10 +43,10 @@ def histogram(
     counts in the last bin.
 
     Without weights the counts are exact, as jnp's are wherever its running
-    float counts are (they stop growing at 2**24 in float32, 2048 in
-    float16: for inputs that large jaxsearch counts as jnp does, one by
-    one). When `a` is sorted (checked at run time, NaN last) the counts come
-    from searching the edges in `a`, with no pass over it but the check;
+    float counts are: theirs stop growing at 2**24 in float32, 2048 in
+    float16, and so do these.
+    When `a` is sorted (checked at run time, NaN last) the counts come from
+    searching the edges in `a`, with no pass over it but the check;
     otherwise each value is searched among the edges and counted in a
     scatter, as jnp does. With float32 or float64 weights and sorted `a`,
     each bin's weights are summed in blocks rather than one by one, so a
@@ -115,24 +115,27 @@ def _histogram(a, edges, weights) -> jax.Array:
         return jnp.zeros(nbins + 1, dtype).at[index].add(ones)[1:]
 
     block = _block(n)
-    if w is None:
-        # Exact counts, as float ones add up exactly while below 2**(nmant+1).
-        fast = n <= 2 ** (jnp.finfo(dtype).nmant + 1)
-    else:
-        # Half-precision sums in another order stray far from jnp's (which
-        # stop growing early): those are summed as jnp sums them.
-        fast = jnp.finfo(dtype).bits >= 32 and \
-            nbins * (-(-n // block) + 2 * block) <= _MAX_WORK * n
-    if not fast:
+    # Half-precision sums in another order stray far from jnp's (which stop
+    # growing early): those are summed as jnp sums them.
+    if w is not None and (jnp.finfo(dtype).bits < 32 or
+                          nbins * (-(-n // block) + 2 * block) > _MAX_WORK * n):
         return unsorted()
 
     def from_sorted():
         starts, stops = _bin_bounds(a, edges)
-        if w is None:
-            return (stops - starts).astype(dtype)
-        return _range_sums(w, starts, stops, block)
+        if w is not None:
+            return _range_sums(w, starts, stops, block)
+        counts = stops - starts
+        # jnp's float counts stop at 2**(nmant + 1), where adding 1 rounds
+        # back down (to even): so do these.
+        limit = 2 ** (jnp.finfo(dtype).nmant + 1)
+        return (counts if n <= limit else jnp.minimum(counts, limit)).astype(dtype)
 
-    return lax.cond(is_sorted(a) & is_sorted(edges), from_sorted, unsorted)
+    def maybe_sorted():
+        return lax.cond(is_sorted(a) & is_sorted(edges), from_sorted, unsorted)
+
+    # A strided sample out of order settles it without the full pass.
+    return lax.cond(is_sorted(a[::_ROW]), maybe_sorted, unsorted)
 
 
 def is_sorted(x: jax.Array) -> jax.Array:
