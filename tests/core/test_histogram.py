@@ -114,12 +114,15 @@ def test_weights_and_density(x64, sort):
 
 def test_float_counts_saturate_as_in_jnp():
     """jnp counts in the counts' float dtype, which stops growing at
-    2**(nmant + 1): 2048 in float16, 256 in bfloat16. jaxsearch gives the
-    same saturated counts (it counts one by one there, as jnp does)."""
+    2**(nmant + 1): 2048 in float16, 256 in bfloat16. jaxsearch's counts
+    stop there too, sorted (counted from the edges) or not."""
     for dtype, n in (("float16", 3000), ("bfloat16", 300)):
         a = jnp.zeros(n, dtype)
         got = check(a, 1, (-1, 1))
         assert float(got[0][0]) < n
+        check(a.at[-1].set(-0.5), 1, (-1, 1))  # unsorted
+        # Sorted, with no bin that large: counted from the edges, exactly.
+        check(jnp.linspace(-1, 1, n, dtype=dtype), 40, (-1, 1))
 
 
 def test_empty_input_and_odd_edges():
@@ -134,6 +137,19 @@ def test_empty_input_and_odd_edges():
     check(a, 3, (2.0, 2.0))  # an empty range widens by 0.5 each way
     check(3.0, 4)
     check(jnp.float32(np.nan), 4, (0, 1))
+
+
+def test_nearly_sorted_input():
+    """Sorted but for one swap: inside a row of the order check, on a seam
+    between rows, at a position the first, strided check reads, and in the
+    tail."""
+    a = sort_keys(make_a(np.random.default_rng(2), 5000, "float32", sort=True))
+    w = jnp.asarray(np.random.default_rng(3).random(5000), jnp.float32)
+    for spot in (1500, 1023, 2048, 4990):
+        swapped = a.copy()
+        swapped[[spot, spot + 1]] = swapped[[spot + 1, spot]]
+        check(jnp.asarray(swapped), jnp.asarray(EDGES))
+        check(jnp.asarray(swapped), jnp.asarray(EDGES), weights=w)
 
 
 @pytest.mark.parametrize("args, kwargs", [
