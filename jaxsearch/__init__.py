@@ -36,12 +36,14 @@ from ._version import __version__
 from .core.api import JNP_METHODS, searchsorted
 from .core.cumsum import searchsorted_cumsum
 from .core.digitize import digitize
+from .core.histogram import histogram, histogram2d, histogramdd
 from .core.implementations import IMPLEMENTATIONS
 from .core.interp import interp
 from .core.patching import is_patched, patch, patched, unpatch
 from .core.primitive import export_disabled_checks
 from .core.sharded import sharded_searchsorted
 
-__all__ = ["searchsorted", "searchsorted_cumsum", "digitize", "interp", "sharded_searchsorted",
+__all__ = ["searchsorted", "searchsorted_cumsum", "digitize", "interp", "histogram",
+           "histogram2d", "histogramdd", "sharded_searchsorted",
            "patch", "unpatch", "patched", "is_patched", "export_disabled_checks",
            "IMPLEMENTATIONS", "JNP_METHODS", "__version__"]

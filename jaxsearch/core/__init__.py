@@ -1,5 +1,5 @@
 """The library: the public functions (`api`, `cumsum`, `digitize`,
-`interp`, `sharded`), the primitives and their rules (`primitive`, `rows`,
+`interp`, `histogram`, `sharded`), the primitives and their rules (`primitive`, `rows`,
 `rules`, `partitioning`), the needles' order (`order`), the implementations
 (`implementations`), and the CPU and GPU bindings of the kernels (`cpu`,
 `gpu`). A search goes down that list and never back up: api -> primitive ->

@@ -32,3 +32,12 @@ def check_arraylike(caller: str, name: str, x: object) -> None:
     dtype = getattr(x, "dtype", None)
     raise TypeError(f"{caller}: {name} must be a numeric array or scalar, got "
                     f"{type(x).__name__}{'' if dtype is None else f' of dtype {dtype}'}")
+
+
+def promote_inexact(*args: jax.typing.ArrayLike) -> list[jax.Array]:
+    """The arguments in their common dtype, made inexact as jnp makes it:
+    integers and bool become float32, 64-bit integers float64."""
+    dtype = jnp.result_type(*args)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
+    return [jnp.asarray(a, dtype) for a in args]

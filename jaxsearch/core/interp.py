@@ -12,7 +12,7 @@ from jax import lax
 
 from . import serving
 from .api import searchsorted
-from .checks import check_arraylike
+from .checks import check_arraylike, promote_inexact
 from .order import check_order_flag
 
 EXTRAPOLATE = "extrapolate"
@@ -101,20 +101,11 @@ def _edge(name: str, fill: object) -> Edge:
     return "fp" if fill is None else "value"
 
 
-def _promote_inexact(*args: jax.typing.ArrayLike) -> list[jax.Array]:
-    """The arguments in their common dtype, made inexact as jnp makes it:
-    integers and bool become float32, 64-bit integers float64."""
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.inexact):
-        dtype = np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
-    return [jnp.asarray(a, dtype) for a in args]
-
-
 @serving.jit(static_argnames=("left_edge", "right_edge", "order"))
 def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge,
             order: bool | None) -> jax.Array:
-    x, xp = _promote_inexact(x, xp)
-    fp, = _promote_inexact(fp)
+    x, xp = promote_inexact(x, xp)
+    fp, = promote_inexact(fp)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise ValueError("interp: complex x is not supported")
     if period is not None:
