@@ -47,6 +47,9 @@ from ..keys import KEY_DTYPES
 from . import originals
 from .api import searchsorted as _searchsorted
 from .digitize import digitize as _digitize
+from .histogram import histogram as _histogram
+from .histogram import histogram2d as _histogram2d
+from .histogram import histogramdd as _histogramdd
 from .interp import interp as _interp
 from .serving import serving_patch
 
@@ -97,9 +100,9 @@ def _call_site() -> str:
     return "<unknown>"
 
 
-def _report(name: str, served: bool, why: str) -> None:
+def _report(name: str, served: bool, why: str, level: int = logging.INFO) -> None:
     """Logs, once per call site, function and outcome, what happened."""
-    if not log.isEnabledFor(logging.INFO):
+    if not log.isEnabledFor(level):
         return
     site = _call_site()
     key = (site, name, served, why)
@@ -107,7 +110,7 @@ def _report(name: str, served: bool, why: str) -> None:
         return
     _reported.add(key)
     verdict = "served by jaxsearch" if served else "passed to jax"
-    log.info("jnp.%s at %s: %s (%s)", name, site, verdict, why)
+    log.log(level, "jnp.%s at %s: %s (%s)", name, site, verdict, why)
 
 
 def _serve(name: str, original: Callable, serve: Callable, *args, **kwargs):
@@ -119,15 +122,17 @@ def _serve(name: str, original: Callable, serve: Callable, *args, **kwargs):
         _report(name, False, f"no jaxsearch kernels on {backend}")
         return original(*args, **kwargs)
     try:
+        # What jnp converts (objects with __jax_array__), converted as jnp does.
+        served_args = [jnp.asarray(x) if hasattr(x, "__jax_array__") else x for x in args]
         with serving_patch():
-            out = serve(*args, **kwargs)
+            out = serve(*served_args, **kwargs)
     except _Decline as why:
         _report(name, False, str(why))
         return original(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - jax's own answer or error decides
         out = original(*args, **kwargs)
-        log.warning("jnp.%s: jaxsearch raised %s: %s where jax answers; passed to jax",
-                    name, type(error).__name__, error)
+        _report(name, False, f"jaxsearch raised {type(error).__name__}: {error}; jax answers",
+                level=logging.WARNING)
         return out
     _report(name, True, f"on {backend}")
     return out
@@ -153,7 +158,12 @@ def _sorted_keys(a: jax.Array) -> jax.Array:
     nan = jnp.isnan(a) if jnp.issubdtype(a.dtype, jnp.inexact) else jnp.zeros(a.shape, bool)
     # In order: each key at most the next, or the next is NaN (NaN last).
     in_order = jnp.all((a[:-1] <= a[1:]) | nan[1:])
-    return lax.cond(in_order, lambda a: a, jnp.sort, a)
+    return lax.cond(in_order, _unchanged, jnp.sort, a)
+
+
+def _unchanged(a):
+    # One function for every call, so that an eager call's cond is cached.
+    return a
 
 
 @functools.wraps(originals.searchsorted)
@@ -197,10 +207,35 @@ def _served_interp(x, xp, fp, left=None, right=None, period=None):
     return _serve("interp", originals.interp, serve, x, xp, fp, left, right, period)
 
 
+def _served_histogram_of(name: str, original: Callable, drop_in: Callable,
+                         samples: Callable) -> Callable:
+    """The replacement of a jnp histogram: jaxsearch's drop-in, which
+    searches the edges of each dimension for `samples(args)` values."""
+    @functools.wraps(original)
+    def served(*args, **kwargs):
+        def serve(*args, **kwargs):
+            n = math.prod(np.shape(samples(*args, **kwargs)))
+            if n < SMALLEST_SERVED:
+                raise _Decline(f"{n} values: too small to gain")
+            return drop_in(*args, **kwargs)
+
+        return _serve(name, original, serve, *args, **kwargs)
+    return served
+
+
+def _first(x, *args, **kwargs):
+    return x
+
+
 SERVED = (
     Served("searchsorted", originals.searchsorted, _served_searchsorted),
     Served("digitize", originals.digitize, _served_digitize),
     Served("interp", originals.interp, _served_interp),
+    *(Served(name, original, _served_histogram_of(name, original, drop_in, _first))
+      for name, original, drop_in in (
+          ("histogram", originals.histogram, _histogram),
+          ("histogram2d", originals.histogram2d, _histogram2d),
+          ("histogramdd", originals.histogramdd, _histogramdd))),
 )
 
 
@@ -225,11 +260,12 @@ def _swap(old_to_new: dict[int, tuple[Callable, Callable]]) -> int:
 
 def patch(verbose: bool = False) -> None:
     """Serves jax's searches by jaxsearch, in this process, until `unpatch()`:
-    `jnp.searchsorted`, `digitize`, `interp` and every place inside jax that
-    calls them (`histogram`, `histogram2d`, `histogramdd`,
-    `jax.random.choice` with `p`, `RegularGridInterpolator`,
+    `jnp.searchsorted`, `digitize`, `interp`, `histogram`, `histogram2d` and
+    `histogramdd`, and every place inside jax that calls them
+    (`jax.random.choice` with `p`, `RegularGridInterpolator`,
     `isin(method="binary_search")`, `Array.searchsorted`). Each call answers
-    as jax does. Calling it again changes nothing.
+    as jax does (weighted histograms of sorted data: up to rounding, see
+    `jaxsearch.histogram`). Calling it again changes nothing.
 
     Args:
       verbose: log each call site once (the "jaxsearch" logger at INFO, to
