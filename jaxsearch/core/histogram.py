@@ -16,6 +16,7 @@ from jax import lax
 from . import serving
 from .api import searchsorted
 from .checks import check_arraylike, promote_inexact
+from .order import CHECK_ROW, is_sorted
 
 # Sorted-data weighted sums: weights in blocks of about sqrt(n) (a power of
 # two), so that each bin costs O(sqrt(n)) and the blocks' sums one pass.
@@ -23,8 +24,6 @@ _MIN_BLOCK = 64
 # The sorted path's per-bin work for weights, against a scatter's n: taken
 # while nbins * (blocks + 2 * block) stays within this many times n.
 _MAX_WORK = 2
-# Rows of the vectorised order check (its rows compare within themselves).
-_ROW = 1024
 
 
 def histogram(
@@ -136,25 +135,7 @@ def _histogram(a, edges, weights) -> jax.Array:
         return lax.cond(is_sorted(a) & is_sorted(edges), from_sorted, unsorted)
 
     # A strided sample out of order settles it without the full pass.
-    return lax.cond(is_sorted(a[::_ROW]), maybe_sorted, unsorted)
-
-
-def is_sorted(x: jax.Array) -> jax.Array:
-    """Whether the 1-D `x` is ascending as jnp sorts (NaN last, -0.0 equal
-    to 0.0): one vectorised pass, in rows (a comparison of two long shifted
-    slices runs at half the speed)."""
-
-    def in_order(lo, hi):
-        return (lo <= hi) | jnp.isnan(hi)
-
-    n = x.shape[0]
-    rows = n // _ROW
-    if rows < 2:
-        return jnp.all(in_order(x[:-1], x[1:]))
-    body = x[:rows * _ROW].reshape(rows, _ROW)
-    return (jnp.all(in_order(body[:, :-1], body[:, 1:]))
-            & jnp.all(in_order(body[:-1, -1], body[1:, 0]))
-            & jnp.all(in_order(x[rows * _ROW - 1:-1], x[rows * _ROW:])))
+    return lax.cond(is_sorted(a[::CHECK_ROW]), maybe_sorted, unsorted)
 
 
 def _bin_bounds(a: jax.Array, edges: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -51,6 +51,7 @@ from .histogram import histogram as _histogram
 from .histogram import histogram2d as _histogram2d
 from .histogram import histogramdd as _histogramdd
 from .interp import interp as _interp
+from .order import is_sorted
 from .serving import serving_patch
 
 log = logging.getLogger("jaxsearch")
@@ -154,11 +155,7 @@ def _check_worth(n: int, m: int, dtype: np.dtype) -> None:
 
 def _sorted_keys(a: jax.Array) -> jax.Array:
     """`a` sorted in jnp's order (NaN last), sorting only when it is not."""
-    a = jnp.asarray(a)
-    nan = jnp.isnan(a) if jnp.issubdtype(a.dtype, jnp.inexact) else jnp.zeros(a.shape, bool)
-    # In order: each key at most the next, or the next is NaN (NaN last).
-    in_order = jnp.all((a[:-1] <= a[1:]) | nan[1:])
-    return lax.cond(in_order, _unchanged, jnp.sort, a)
+    return lax.cond(is_sorted(a), _unchanged, jnp.sort, a)
 
 
 def _unchanged(a):
@@ -207,14 +204,14 @@ def _served_interp(x, xp, fp, left=None, right=None, period=None):
     return _serve("interp", originals.interp, serve, x, xp, fp, left, right, period)
 
 
-def _served_histogram_of(name: str, original: Callable, drop_in: Callable,
-                         samples: Callable) -> Callable:
+def _served_histogram_of(name: str, original: Callable, drop_in: Callable) -> Callable:
     """The replacement of a jnp histogram: jaxsearch's drop-in, which
-    searches the edges of each dimension for `samples(args)` values."""
+    searches the edges of each dimension for the values of its first
+    argument."""
     @functools.wraps(original)
     def served(*args, **kwargs):
         def serve(*args, **kwargs):
-            n = math.prod(np.shape(samples(*args, **kwargs)))
+            n = math.prod(np.shape(_first(*args, **kwargs)))
             if n < SMALLEST_SERVED:
                 raise _Decline(f"{n} values: too small to gain")
             return drop_in(*args, **kwargs)
@@ -231,7 +228,7 @@ SERVED = (
     Served("searchsorted", originals.searchsorted, _served_searchsorted),
     Served("digitize", originals.digitize, _served_digitize),
     Served("interp", originals.interp, _served_interp),
-    *(Served(name, original, _served_histogram_of(name, original, drop_in, _first))
+    *(Served(name, original, _served_histogram_of(name, original, drop_in))
       for name, original, drop_in in (
           ("histogram", originals.histogram, _histogram),
           ("histogram2d", originals.histogram2d, _histogram2d),
