@@ -7,11 +7,15 @@
 # threads). Kernels in search_kernels.pxd.
 #
 # The binary search answers as jnp's default method does, on any `a`; the
-# merge and runs kernels, only where `a` is sorted (NaN last). So a checked
-# call (ORDER_CHECK) runs in two phases, each cut into parts:
+# merge and runs kernels and the lower-bound search, only where `a` is sorted
+# (NaN last). So a call runs in two phases, each cut into parts:
 #   0. the order of each distinct row of `a` (which may broadcast over many
-#      rows of needles), in equal shares, flagging a row out of order;
-#   1. the needles of all rows; a row whose `a` was flagged is binary-searched.
+#      rows of needles), in equal shares, flagging a row out of order: in a
+#      checked call (ORDER_CHECK) whose kernel is the merge or runs, and in
+#      any unpromised call where `a` is short against the needles (the
+#      check then costs less than the lower-bound search saves);
+#   1. the needles of all rows; a row whose `a` was flagged, or not checked,
+#      is binary-searched by jnp's probes.
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -25,7 +29,7 @@ from libc.stdlib cimport calloc, free
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
                              Checked, is_nan, is_sorted, in_order_blocks, non_nan_prefix,
-                             merge_kernel, runs_kernel, bisect_kernel)
+                             merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel)
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -38,6 +42,10 @@ cdef enum:
     # Keys of `a` per part of the order check, at least.
     CHECK_GRAIN = 65536  # 2**16 (a literal: with debug_checks, Cython 3.3 cannot
                          # generate an enum value from a shift)
+    # A binary-searched call checks `a` (to take the lower-bound search on
+    # a sorted row) where it has at most this many keys of `a` to read per
+    # needle.
+    BISECT_CHECK_RATIO = 16
 
 # The key dtypes the kernels take (run_part gives each its C type).
 cdef enum:
@@ -102,16 +110,18 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                        idx_t* out, const SearchJob* job, bint a_sorted,
                        const side_t* side) noexcept nogil:
-    """One part: m needles against a whole row of `a`. Each part checks its
-    own needles, so parts of one row may take different kernels."""
-    cdef int kernel = job.kernel if job.order != ORDER_ANY and a_sorted else KERNEL_BISECT
-    # Binary search answers any needles in any `a`, so it needs no check.
-    if kernel == KERNEL_BISECT:
+    """One part: m needles against a whole row of `a`, known sorted or not.
+    Each part checks its own needles, so parts of one row may take different
+    kernels."""
+    # jnp's probes answer any needles in any `a`, so they need no check.
+    if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
+    elif job.order == ORDER_ANY or job.kernel == KERNEL_BISECT:
+        lower_bound_kernel(a, n, v, m, out, side)
     elif job.order == ORDER_SORTED:
-        search_sorted(a, n, v, m, out, kernel, side, <const Trusted*>NULL)
-    elif not search_sorted(a, n, v, m, out, kernel, side, <const Checked*>NULL):
-        bisect_kernel(a, n, v, m, out, side)
+        search_sorted(a, n, v, m, out, job.kernel, side, <const Trusted*>NULL)
+    elif not search_sorted(a, n, v, m, out, job.kernel, side, <const Checked*>NULL):
+        lower_bound_kernel(a, n, v, m, out, side)
 
 
 cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
@@ -135,7 +145,10 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
     cdef bint a_sorted
     row_offsets(&job.shape, row, &a_off, &v_off)
     # a_off // n is the row of `a` (its rows are contiguous, n keys each).
-    a_sorted = job.unsorted == NULL or not atomic_load(&job.unsorted[a_off // job.shape.n])
+    if job.unsorted != NULL:
+        a_sorted = not atomic_load(&job.unsorted[a_off // job.shape.n])
+    else:  # unchecked: promised, or too short to be out of order, or unknown
+        a_sorted = job.order == ORDER_SORTED or job.shape.n <= 1
     a += a_off
     v += v_off + lo
     out += row * job.shape.m + lo
@@ -222,18 +235,24 @@ cdef int64_t operand_rows(const XLA_FFI_Buffer* buf) noexcept nogil:
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
                              int64_t min_parallel) noexcept nogil:
-    """The call's shape, cut into parts: a checked call whose sorted needles
-    take the merge or runs kernel checks each row of `a` first (a row of one
-    key, or with no needle to answer, needs none)."""
+    """The call's shape, cut into parts, phase 0's where `a` is checked (see
+    the top of this file; a row of one key, or with no needle to answer,
+    needs no check)."""
     cdef const char* message = plan_shape(&job.shape, cf)
     cdef int64_t a_rows
+    cdef bint check
     if message != NULL:
         return message
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
     job.parts[1] = job.shape.rows * job.slices
-    if (job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT and job.shape.n > 1
-            and job.shape.m > 0):
-        a_rows = operand_rows(job.shape.a_buf)
+    a_rows = operand_rows(job.shape.a_buf)
+    if job.order == ORDER_SORTED or job.shape.n <= 1 or job.shape.m == 0:
+        check = False
+    elif job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT:
+        check = True
+    else:
+        check = job.shape.n * a_rows <= BISECT_CHECK_RATIO * job.shape.m * job.shape.rows
+    if check:
         job.check_slices = slices_per_row(job.shape.n, threads, CHECK_GRAIN)
         job.parts[0] = a_rows * job.check_slices
         job.unsorted = <long*>calloc(max(a_rows, <int64_t>1), sizeof(long))

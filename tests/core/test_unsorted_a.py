@@ -154,20 +154,23 @@ def test_the_order_check_split_over_threads():
                 err_msg=f"descent at {t}, {threads} threads")
 
 
-@pytest.mark.parametrize("kernel", ["merge", "runs"])
-def test_rows_of_a_some_sorted_some_not(kernel):
+@pytest.mark.parametrize("kernel, order", [("merge", "check"), ("runs", "check"),
+                                           ("bisect", "check"), ("bisect", "any")])
+def test_rows_of_a_some_sorted_some_not(kernel, order):
     """Batched rows: each row of `a` is checked on its own, also where `a`
-    broadcasts over the rows of the needles or the needles over `a`'s."""
-    rng = seeded("rows", kernel)
+    broadcasts over the rows of the needles or the needles over `a`'s. (The
+    binary search checks `a` too where it is short against the needles, as
+    here, and searches a row found in order by the cheaper lower bound.)"""
+    rng = seeded("rows", kernel, order)
     n, m = KERNEL_SIZES[kernel]
     cases = unsorted_keys(rng, n, "float32")
     a = np.stack(list(cases.values()))  # the last row is sorted
-    v = np.stack([needles(rng, a, m, True) for _ in cases])
+    v = np.stack([needles(rng, a, m, kernel != "bisect") for _ in cases])
     for a_rows, v_rows in [(a, v), (a, v[:1]), (a[:1], v), (a[-1:], v), (a[1:2, None], v[None])]:
         for side in SIDES:
             want = like_jnp(a_rows, v_rows, side)
             for threads, min_parallel in THREADS:
-                got = cpu_search(a_rows, v_rows, side, "check", kernel, threads, min_parallel)
+                got = cpu_search(a_rows, v_rows, side, order, kernel, threads, min_parallel)
                 np.testing.assert_array_equal(got, want, err_msg=f"{a_rows.shape}, {side}")
 
 
