@@ -15,6 +15,8 @@
 # broken sortedness promise gives wrong indices, never an access out of bounds.
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy
 
 ctypedef fused key_t:
     int8_t
@@ -76,6 +78,9 @@ cdef enum:
     CHAINS = 6
     # Elements the order checks look at between looks at their verdict.
     CHECK_BLOCK = 1024
+    # Needles, at least, that merge_around_descents merges rather than
+    # probes: a merge's setup costs about as many binary searches.
+    MERGE_RUN = 64
 
 
 cdef inline bint is_nan(key_t x) noexcept nogil:
@@ -331,6 +336,21 @@ cdef inline void probe_lanes(const key_t* a, Py_ssize_t n, int levels, const key
         out[k] = <idx_t>high[k]
 
 
+cdef inline Py_ssize_t probe_one(const key_t* a, Py_ssize_t n, int levels, key_t x,
+                                 bint right) noexcept nogil:
+    """jnp's probes for one needle (probe_lanes' recurrence, one lane): for
+    a few needles, where a group of LANES would be mostly padding."""
+    cdef Py_ssize_t low = 0, high = n, mid
+    cdef bint c
+    cdef int level
+    for level in range(levels):
+        mid = (low + high) >> 1
+        c = before(a[mid], x, right)
+        low = mid if c else low
+        high = high if c else mid
+    return high
+
+
 cdef inline Py_ssize_t nan_needle_answer(const key_t* a, Py_ssize_t n, int levels,
                                          bint right) noexcept nogil:
     """jnp's answer for a NaN needle: n on side='right' (it comes after every
@@ -360,6 +380,9 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
     while j < m:
         if j + LANES <= m:
             probe_lanes(a, n, levels, v + j, out + j, side)
+        elif m - j <= LANES // 4:
+            for k in range(j, m):
+                out[k] = <idx_t>probe_one(a, n, levels, v[k], right)
         else:
             # The last few needles, padded to a group with the last of them.
             for k in range(LANES):
@@ -410,3 +433,150 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     for j in range(j, m):
         x = v[j]
         out[j] = <idx_t>(nan_answer if is_nan(x) else count_before(a, 0, na, x, right))
+
+
+cdef struct NeedleRange:
+    Py_ssize_t lo
+    Py_ssize_t hi
+
+
+cdef inline int by_lo(const void* x, const void* y) noexcept nogil:
+    cdef Py_ssize_t p = (<const NeedleRange*>x).lo, q = (<const NeedleRange*>y).lo
+    return (p > q) - (p < q)
+
+
+cdef inline int by_position(const void* x, const void* y) noexcept nogil:
+    cdef int64_t p = (<const int64_t*>x)[0], q = (<const int64_t*>y)[0]
+    return (p > q) - (p < q)
+
+
+cdef inline void order_descents(const key_t* a, int64_t* descents, Py_ssize_t count,
+                                int64_t* peaks, int64_t* valleys) noexcept nogil:
+    """Sorts a row's descents by position, and for the k-th finds where the
+    largest key before it lies (peaks[k], among the keys a[d - 1] of the
+    first k + 1 descents) and the smallest after it (valleys[k], among the
+    a[d] of the k-th and later): both rise with k, so that a slice of
+    needles finds the descents that may hold any of its needles by two
+    binary searches."""
+    cdef Py_ssize_t k
+    qsort(descents, count, sizeof(int64_t), by_position)
+    for k in range(count):
+        peaks[k] = descents[k] - 1
+        if k > 0 and a[peaks[k - 1]] > a[peaks[k]]:
+            peaks[k] = peaks[k - 1]
+    for k in range(count - 1, -1, -1):
+        valleys[k] = descents[k]
+        if k < count - 1 and a[valleys[k + 1]] < a[valleys[k]]:
+            valleys[k] = valleys[k + 1]
+
+
+cdef inline Py_ssize_t disjoint(NeedleRange* ranges, Py_ssize_t count) noexcept nogil:
+    """Ranges sorted by start, overlapping ones joined in place; how many."""
+    cdef Py_ssize_t k, kept = 0
+    for k in range(count):
+        if kept > 0 and ranges[k].lo <= ranges[kept - 1].hi:
+            ranges[kept - 1].hi = max(ranges[kept - 1].hi, ranges[k].hi)
+        else:
+            ranges[kept] = ranges[k]
+            kept += 1
+    return kept
+
+
+cdef inline bint merge_compacted(const key_t* a, Py_ssize_t na, const key_t* v, Py_ssize_t m,
+                                 idx_t* out, const NeedleRange* ranges, Py_ssize_t count,
+                                 const side_t* side) noexcept nogil:
+    """The needles outside the disjoint, sorted `ranges`, copied together and
+    merged in one merge_kernel, their answers copied back; False when out
+    of memory (nothing written)."""
+    cdef key_t* kept = <key_t*>malloc(m * sizeof(key_t))
+    cdef idx_t* answers = <idx_t*>malloc(m * sizeof(idx_t))
+    cdef Py_ssize_t k, lo, j = 0, g = 0
+    if kept == NULL or answers == NULL:
+        free(kept)
+        free(answers)
+        return False
+    for k in range(count + 1):
+        lo = ranges[k].lo if k < count else m
+        memcpy(kept + g, v + j, (lo - j) * sizeof(key_t))
+        g += lo - j
+        j = ranges[k].hi if k < count else m
+    merge_kernel(a, na, kept, g, answers, side)
+    j = g = 0
+    for k in range(count + 1):
+        lo = ranges[k].lo if k < count else m
+        memcpy(out + j, answers + g, (lo - j) * sizeof(idx_t))
+        g += lo - j
+        j = ranges[k].hi if k < count else m
+    free(kept)
+    free(answers)
+    return True
+
+
+cdef inline bint merge_around_descents(const key_t* a, Py_ssize_t na, Py_ssize_t n,
+                                       const key_t* v, Py_ssize_t m, idx_t* out,
+                                       const int64_t* descents, const int64_t* peaks,
+                                       const int64_t* valleys, Py_ssize_t count,
+                                       const side_t* side) noexcept nogil:
+    """Sorted, NaN-free needles in a row of `a` sorted but for `count`
+    descents (a[d - 1] > a[d], neither a NaN, NaNs only at the end), as jnp
+    answers them.
+
+    Where a needle x's predicate "a[i] is counted for x" is monotone in i,
+    jnp's probes find its one boundary, and so does the merge, as long as
+    every needle it merges is such a needle (the grid of a's against needles
+    is then a staircase, which is all the merge path needs). The predicate
+    fails to be monotone only if some a[i] is not counted while a later a[j]
+    is; walking from i to j the keys cross x downwards at a descent d, so x
+    lies in [a[d], a[d - 1]]. The needles in those intervals (in a float32
+    running sum, a few ulps wide each) take jnp's probes; the runs of needles
+    between them are merged (or probed, where too short for a merge's setup).
+    The descents come sorted, with their peaks and valleys (order_descents).
+    Returns False when out of memory."""
+    cdef bint right = side_t is RightSide
+    cdef Py_ssize_t k, lo, hi, first, last, j = 0, held = 0
+    cdef NeedleRange* ranges
+    if m == 0:
+        return True
+    # The descents whose [a[d], a[d - 1]] may meet [v[0], v[m - 1]]: the
+    # first whose peak reaches v[0], to the last whose valley is under v[m - 1].
+    first, last = 0, count
+    while first < last:
+        k = (first + last) >> 1
+        if a[peaks[k]] < v[0]:
+            first = k + 1
+        else:
+            last = k
+    last = count
+    lo = first
+    while lo < last:
+        k = (lo + last) >> 1
+        if a[valleys[k]] <= v[m - 1]:
+            lo = k + 1
+        else:
+            last = k
+    ranges = <NeedleRange*>malloc(max(last - first, <Py_ssize_t>1) * sizeof(NeedleRange))
+    if ranges == NULL:
+        return False
+    for k in range(first, last):
+        lo = count_before(v, 0, m, a[descents[k]], False)
+        hi = count_before(v, lo, m, a[descents[k] - 1], True)
+        if lo < hi:
+            ranges[held].lo, ranges[held].hi = lo, hi
+            held += 1
+    qsort(ranges, held, sizeof(NeedleRange), by_lo)
+    held = disjoint(ranges, held)
+    # Few ranges: merge each run between them (a merge's setup costs about a
+    # thousand needles' merging); many: merge a compacted copy of the runs.
+    if held * 1024 <= m or not merge_compacted(a, na, v, m, out, ranges, held, side):
+        for k in range(held + 1):
+            lo = ranges[k].lo if k < held else m
+            if lo - j >= MERGE_RUN:
+                merge_kernel(a, na, v + j, lo - j, out + j, side)
+            elif lo > j:
+                bisect_kernel(a, n, v + j, lo - j, out + j, side)
+            j = ranges[k].hi if k < held else m
+    for k in range(held):
+        bisect_kernel(a, n, v + ranges[k].lo, ranges[k].hi - ranges[k].lo, out + ranges[k].lo,
+                      side)
+    free(ranges)
+    return True

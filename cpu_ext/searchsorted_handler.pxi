@@ -16,6 +16,10 @@
 #      check then costs less than the lower-bound search saves);
 #   1. the needles of all rows; a row whose `a` was flagged, or not checked,
 #      is binary-searched by jnp's probes.
+# For the merge, phase 0 also lists a row's descents, up to a few thousand
+# (a float32 running sum of weights has some), and flags the row only past
+# them: merge_around_descents then answers it as jnp does, merging all but
+# the needles the descents could mislead.
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -24,12 +28,13 @@
 # Included by _cpu_ext.pyx after ffi_common.pxi, whose parts it uses.
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
                           uint8_t, uint16_t, uint32_t, uint64_t)
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc
 
 from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
-                             Checked, is_nan, is_sorted, in_order_blocks, non_nan_prefix,
-                             merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel)
+                             Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
+                             merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
+                             order_descents, merge_around_descents, CHECK_BLOCK)
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -46,6 +51,12 @@ cdef enum:
     # a sorted row) where it has at most this many keys of `a` to read per
     # needle.
     BISECT_CHECK_RATIO = 16
+    # Descents listed per row of `a`, at most (and at most one per 64 keys,
+    # so that the lists take at most an eighth of a's bytes).
+    MAX_DESCENTS = 16384
+    # Keys of a block out of order that the check looks at together, to find
+    # its descents.
+    DESCENT_PIECE = 64
 
 # The key dtypes the kernels take (run_part gives each its C type).
 cdef enum:
@@ -79,6 +90,12 @@ cdef struct SearchJob:
     long slices                     # phase 1's parts per row
     long check_slices               # phase 0's parts per row of a
     long* unsorted                  # rows of a: 1 where out of order; NULL: none checked
+    long* descent_counts            # rows of a: descents listed; NULL: none listed
+    int64_t* descents               # rows of a: descent_room positions t, a[t - 1] > a[t]
+    int64_t* peaks                  # rows of a: descent_room each (order_descents)
+    int64_t* valleys
+    long* checks_left               # rows of a: phase 0's parts not done yet
+    long descent_room
     Shape shape
     bint right
     int order
@@ -86,11 +103,14 @@ cdef struct SearchJob:
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
-                       Py_ssize_t m, idx_t* out, int kernel, const side_t* side,
+                       Py_ssize_t m, idx_t* out, int kernel, const SearchJob* job,
+                       int64_t a_row, Py_ssize_t descent_count, const side_t* side,
                        const trust_t* trust) noexcept nogil:
     """Sorted needles in a sorted `a` by the merge or runs kernel, the NaN
-    tails of both split off. Returns False when a checking kernel found the
-    needles out of order."""
+    tails of both split off; for the merge, `a` may have the descents listed.
+    Returns False when a checking kernel found the needles out of order, or
+    ran out of memory."""
+    cdef int64_t at = a_row * job.descent_room
     cdef Py_ssize_t na = non_nan_prefix(a, n), nv = non_nan_prefix(v, m), j
     cdef bint tail_ok = True
     for j in range(nv, m):
@@ -102,60 +122,113 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
     if kernel == KERNEL_MERGE:
         if trust_t is Checked and not is_sorted(v, nv):
             return False
-        merge_kernel(a, na, v, nv, out, side)
-        return True
+        if descent_count == 0:
+            merge_kernel(a, na, v, nv, out, side)
+            return True
+        return merge_around_descents(a, na, n, v, nv, out, job.descents + at, job.peaks + at,
+                                     job.valleys + at, descent_count, side)
     return runs_kernel(a, na, v, nv, out, side, trust)
 
 
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                       idx_t* out, const SearchJob* job, bint a_sorted,
-                       const side_t* side) noexcept nogil:
-    """One part: m needles against a whole row of `a`, known sorted or not.
-    Each part checks its own needles, so parts of one row may take different
-    kernels."""
+                       idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
+                       Py_ssize_t descent_count, const side_t* side) noexcept nogil:
+    """One part: m needles against a whole row of `a`, known sorted (or, for
+    the checked merge, sorted but for the descents listed) or not. Each part
+    checks its own needles, so parts of one row may take different kernels."""
     # jnp's probes answer any needles in any `a`, so they need no check.
     if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
     elif job.order == ORDER_ANY or job.kernel == KERNEL_BISECT:
         lower_bound_kernel(a, n, v, m, out, side)
     elif job.order == ORDER_SORTED:
-        search_sorted(a, n, v, m, out, job.kernel, side, <const Trusted*>NULL)
-    elif not search_sorted(a, n, v, m, out, job.kernel, side, <const Checked*>NULL):
-        lower_bound_kernel(a, n, v, m, out, side)
+        search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
+    elif not search_sorted(a, n, v, m, out, job.kernel, job, a_row, descent_count, side,
+                           <const Checked*>NULL):
+        if descent_count == 0:
+            lower_bound_kernel(a, n, v, m, out, side)
+        else:
+            bisect_kernel(a, n, v, m, out, side)
+
+
+cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t lo,
+                        int64_t hi) noexcept nogil:
+    """Lists the descents t in [lo, hi) of the row (a[t - 1] > a[t], a[t] not
+    a NaN), in pieces of DESCENT_PIECE checked vectorised first; False where
+    the row is to be flagged: too many, or one after a NaN."""
+    cdef int64_t stop, t
+    cdef long slot
+    while lo < hi:
+        stop = min(lo + DESCENT_PIECE, hi)
+        if not in_order(a, lo, stop, True):
+            for t in range(lo, stop):
+                if a[t - 1] <= a[t] or is_nan(a[t]):
+                    continue
+                slot = fetch_add(&job.descent_counts[row], 1)
+                if is_nan(a[t - 1]) or slot >= job.descent_room:
+                    return False
+                job.descents[row * job.descent_room + slot] = t
+        lo = stop
+    return True
 
 
 cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
     """Phase 0: one share of a row of `a`, whose pairs (a[t - 1], a[t]) for
-    t in [lo, hi) must be in jnp's order; the row is flagged where not."""
+    t in [lo, hi) must be in jnp's order; the row is flagged where not, or,
+    where the job lists descents, where list_descents gives up."""
     cdef long row = part // job.check_slices, piece = part % job.check_slices
     cdef int64_t n = job.shape.n
     cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
     cdef int64_t hi = n * (piece + 1) // job.check_slices
-    if not in_order_blocks(a + row * n, lo, hi, True):
-        atomic_store(&job.unsorted[row], 1)
+    cdef int64_t stop
+    cdef long count
+    a += row * n
+    if job.descent_counts == NULL:
+        if not in_order_blocks(a, lo, hi, True):
+            atomic_store(&job.unsorted[row], 1)
+        return
+    while lo < hi:
+        stop = min(lo + CHECK_BLOCK, hi)
+        if not in_order(a, lo, stop, True) and not list_descents(job, row, a, lo, stop):
+            atomic_store(&job.unsorted[row], 1)
+            return
+        lo = stop
+    # The last share of the row to be checked orders its descents.
+    if fetch_add(&job.checks_left[row], -1) == 1:
+        count = atomic_load(&job.descent_counts[row])
+        if count > 0 and not atomic_load(&job.unsorted[row]):
+            order_descents(a, job.descents + row * job.descent_room, count,
+                           job.peaks + row * job.descent_room,
+                           job.valleys + row * job.descent_room)
 
 
 cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t* v,
                     idx_t* out) noexcept nogil:
     """Phase 1: one slice of a row's needles."""
     cdef long row = part // job.slices, piece = part % job.slices
-    cdef int64_t a_off, v_off
+    cdef int64_t a_off, v_off, a_row
     cdef int64_t lo = job.shape.m * piece // job.slices
     cdef int64_t hi = job.shape.m * (piece + 1) // job.slices
     cdef bint a_sorted
+    cdef Py_ssize_t descent_count = 0
     row_offsets(&job.shape, row, &a_off, &v_off)
     # a_off // n is the row of `a` (its rows are contiguous, n keys each).
+    a_row = a_off // job.shape.n
     if job.unsorted != NULL:
-        a_sorted = not atomic_load(&job.unsorted[a_off // job.shape.n])
+        a_sorted = not atomic_load(&job.unsorted[a_row])
     else:  # unchecked: promised, or too short to be out of order, or unknown
         a_sorted = job.order == ORDER_SORTED or job.shape.n <= 1
+    if a_sorted and job.descent_counts != NULL:
+        descent_count = atomic_load(&job.descent_counts[a_row])
     a += a_off
     v += v_off + lo
     out += row * job.shape.m + lo
     if job.right:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, <const RightSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, descent_count,
+                     <const RightSide*>NULL)
     else:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, <const LeftSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, descent_count,
+                     <const LeftSide*>NULL)
 
 
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
@@ -221,8 +294,12 @@ cdef void search_work(void* data) noexcept nogil:
 
 
 cdef void free_search_job(void* data) noexcept nogil:
-    free((<SearchJob*>data).unsorted)
-    free(data)
+    cdef SearchJob* job = <SearchJob*>data
+    free(job.unsorted)
+    free(job.descent_counts)
+    free(job.descents)  # and the peaks and valleys after them
+    free(job.checks_left)
+    free(job)
 
 
 cdef int64_t operand_rows(const XLA_FFI_Buffer* buf) noexcept nogil:
@@ -239,7 +316,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
     the top of this file; a row of one key, or with no needle to answer,
     needs no check)."""
     cdef const char* message = plan_shape(&job.shape, cf)
-    cdef int64_t a_rows
+    cdef int64_t a_rows, row
     cdef bint check
     if message != NULL:
         return message
@@ -258,6 +335,17 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         job.unsorted = <long*>calloc(max(a_rows, <int64_t>1), sizeof(long))
         if job.unsorted == NULL:
             return b"jaxsearch: out of memory"
+        job.descent_room = min(<int64_t>MAX_DESCENTS, job.shape.n // 64)
+        if job.kernel == KERNEL_MERGE and job.order == ORDER_CHECK and job.descent_room > 0:
+            job.descent_counts = <long*>calloc(a_rows, sizeof(long))
+            job.checks_left = <long*>malloc(a_rows * sizeof(long))
+            job.descents = <int64_t*>malloc(3 * a_rows * job.descent_room * sizeof(int64_t))
+            if job.descent_counts == NULL or job.checks_left == NULL or job.descents == NULL:
+                return b"jaxsearch: out of memory"
+            job.peaks = job.descents + a_rows * job.descent_room
+            job.valleys = job.peaks + a_rows * job.descent_room
+            for row in range(a_rows):
+                job.checks_left[row] = job.check_slices
     return NULL
 
 

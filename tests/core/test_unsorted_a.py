@@ -239,3 +239,40 @@ def test_running_sum_of_softmax_weights():
     for sorted_v in (None, False):
         np.testing.assert_array_equal(np.asarray(jaxsearch.searchsorted(a, u, sorted_v=sorted_v)),
                                       want, err_msg=f"sorted_v={sorted_v}, {descents} descents")
+
+
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("m", [6000, 60_000], ids=["compacted", "runs"])
+@pytest.mark.parametrize("shape", ["steps down", "spikes", "NaN tail", "too many"])
+def test_merge_around_a_few_descents(shape, m, threads, min_parallel):
+    """A row of `a` sorted but for a few descents (as in a float32 running
+    sum) is merged, but for the needles the descents could mislead: needles
+    on and next to both keys of each descent, and between them, answer as
+    jnp's probes do. The rest are merged as one compacted copy where the
+    descents hold many needle ranges against the needles, else run by run.
+    Past one descent per 64 keys the row is probed whole."""
+    rng = seeded("descents", shape, m, threads)
+    n = 6000
+    a = np.sort(rng.standard_normal(n)).astype(np.float32)
+    at = np.sort(rng.choice(np.arange(1, n - 1), 400 if shape == "too many" else 12,
+                            replace=False))
+    if shape == "spikes":  # wide descents: most needles lie under some spike
+        a[at - 1] = a[at - 1] + np.float32(0.5)
+    else:  # a step down of an ulp or a few, a running sum's rounding
+        a[at] = np.nextafter(a[at - 1], np.float32(-np.inf)) - np.float32(1e-7) * rng.integers(
+            0, 3, at.size)
+    if shape == "NaN tail":
+        a[-20:] = np.nan
+    keys = np.concatenate([a[at], a[at - 1], np.nextafter(a[at], np.inf),
+                           np.nextafter(a[at - 1], -np.inf), (a[at] + a[at - 1]) / 2])
+    v = np.concatenate([keys, rng.standard_normal(m - keys.size - 3).astype(np.float32),
+                        [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    v = sort_keys(v)
+    assert (a[1:] < a[:-1]).any()
+    for side in SIDES:
+        want = like_jnp(a, v, side)
+        got = cpu_search(a, v, side, "check", "merge", threads, min_parallel)
+        np.testing.assert_array_equal(got, want, err_msg=f"{shape}, {side}")
+    if shape != "too many":  # the control: trusted, the merge answers otherwise
+        assert (cpu_search(a, v, "left", "sorted", "merge", 1, 1 << 16)
+                != like_jnp(a, v, "left")).any()
