@@ -7,9 +7,10 @@
 # The binary search (bisect_kernel) follows jnp's own probes, so it answers
 # as jnp's default method does on any `a`, sorted or not. The merge and runs
 # kernels, and the lower-bound search (lower_bound_kernel), take a sorted `a`
-# (NaN last): the handler checks that first unless the caller promised it. For them NaNs are split off once per row: `na` is
-# the length of a's non-NaN prefix, so the hot loops compare plainly. A NaN
-# needle gets na (left) or n (right).
+# (NaN last): the handler checks that first unless the caller promised it.
+# For them NaNs are split off once per row: `na` is the length of a's
+# non-NaN prefix, so the hot loops compare plainly. A NaN needle gets na
+# (left) or n (right).
 #
 # Every kernel keeps its indices in [0, n] whatever the input order, so a
 # broken sortedness promise gives wrong indices, never an access out of bounds.
@@ -485,28 +486,26 @@ cdef inline Py_ssize_t disjoint(NeedleRange* ranges, Py_ssize_t count) noexcept 
 cdef inline bint merge_compacted(const key_t* a, Py_ssize_t na, const key_t* v, Py_ssize_t m,
                                  idx_t* out, const NeedleRange* ranges, Py_ssize_t count,
                                  const side_t* side) noexcept nogil:
-    """The needles outside the disjoint, sorted `ranges`, copied together and
-    merged in one merge_kernel, their answers copied back; False when out
-    of memory (nothing written)."""
+    """The needles outside the disjoint, sorted `ranges` (count of them, then
+    the sentinel (m, m)), copied together and merged in one merge_kernel,
+    their answers copied back; False when out of memory (nothing written)."""
     cdef key_t* kept = <key_t*>malloc(m * sizeof(key_t))
     cdef idx_t* answers = <idx_t*>malloc(m * sizeof(idx_t))
-    cdef Py_ssize_t k, lo, j = 0, g = 0
+    cdef Py_ssize_t k, j = 0, g = 0
     if kept == NULL or answers == NULL:
         free(kept)
         free(answers)
         return False
     for k in range(count + 1):
-        lo = ranges[k].lo if k < count else m
-        memcpy(kept + g, v + j, (lo - j) * sizeof(key_t))
-        g += lo - j
-        j = ranges[k].hi if k < count else m
+        memcpy(kept + g, v + j, (ranges[k].lo - j) * sizeof(key_t))
+        g += ranges[k].lo - j
+        j = ranges[k].hi
     merge_kernel(a, na, kept, g, answers, side)
     j = g = 0
     for k in range(count + 1):
-        lo = ranges[k].lo if k < count else m
-        memcpy(out + j, answers + g, (lo - j) * sizeof(idx_t))
-        g += lo - j
-        j = ranges[k].hi if k < count else m
+        memcpy(out + j, answers + g, (ranges[k].lo - j) * sizeof(idx_t))
+        g += ranges[k].lo - j
+        j = ranges[k].hi
     free(kept)
     free(answers)
     return True
@@ -532,7 +531,6 @@ cdef inline bint merge_around_descents(const key_t* a, Py_ssize_t na, Py_ssize_t
     between them are merged (or probed, where too short for a merge's setup).
     The descents come sorted, with their peaks and valleys (order_descents).
     Returns False when out of memory."""
-    cdef bint right = side_t is RightSide
     cdef Py_ssize_t k, lo, hi, first, last, j = 0, held = 0
     cdef NeedleRange* ranges
     if m == 0:
@@ -554,7 +552,7 @@ cdef inline bint merge_around_descents(const key_t* a, Py_ssize_t na, Py_ssize_t
             lo = k + 1
         else:
             last = k
-    ranges = <NeedleRange*>malloc(max(last - first, <Py_ssize_t>1) * sizeof(NeedleRange))
+    ranges = <NeedleRange*>malloc((last - first + 1) * sizeof(NeedleRange))  # + the sentinel
     if ranges == NULL:
         return False
     for k in range(first, last):
@@ -565,16 +563,17 @@ cdef inline bint merge_around_descents(const key_t* a, Py_ssize_t na, Py_ssize_t
             held += 1
     qsort(ranges, held, sizeof(NeedleRange), by_lo)
     held = disjoint(ranges, held)
+    ranges[held].lo, ranges[held].hi = m, m  # the sentinel: the last run ends at m
     # Few ranges: merge each run between them (a merge's setup costs about a
     # thousand needles' merging); many: merge a compacted copy of the runs.
     if held * 1024 <= m or not merge_compacted(a, na, v, m, out, ranges, held, side):
         for k in range(held + 1):
-            lo = ranges[k].lo if k < held else m
+            lo = ranges[k].lo
             if lo - j >= MERGE_RUN:
                 merge_kernel(a, na, v + j, lo - j, out + j, side)
             elif lo > j:
                 bisect_kernel(a, n, v + j, lo - j, out + j, side)
-            j = ranges[k].hi if k < held else m
+            j = ranges[k].hi
     for k in range(held):
         bisect_kernel(a, n, v + ranges[k].lo, ranges[k].hi - ranges[k].lo, out + ranges[k].lo,
                       side)
