@@ -16,14 +16,17 @@ from ..tuning.cpu_config import MAX_THREADS  # noqa: F401 (the CPU path's limit,
 
 TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
+HISTOGRAM_TARGET_NAME = "jaxsearch_histogram_cpu"
 
 try:
     from .._cpu_ext import (
         KERNEL_NAMES,
+        MAX_HISTOGRAM_EDGES,
         MAX_SEGMENT,  # noqa: F401 (the cumsum kernel's longest segment, read by cumsum)
         ORDER_NAMES,
         cumsum_handler_capsule,
         handler_capsule,
+        histogram_handler_capsule,
     )
     from .._cpu_ext import planned_threads as _planned_threads
 except ImportError as exc:  # e.g. the source tree, which holds no compiled module
@@ -34,10 +37,13 @@ else:
         jax.ffi.register_ffi_target(TARGET_NAME, handler_capsule(), platform="cpu")
         jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, cumsum_handler_capsule(),
                                     platform="cpu")
+        jax.ffi.register_ffi_target(HISTOGRAM_TARGET_NAME, histogram_handler_capsule(),
+                                    platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
 
 if UNAVAILABLE_REASON is not None:
+    MAX_HISTOGRAM_EDGES = 0  # no histogram kernel either
     warnings.warn(f"jaxsearch: {UNAVAILABLE_REASON}; on CPU, searchsorted falls back to "
                   "jnp.searchsorted", RuntimeWarning, stacklevel=2)
 
@@ -139,12 +145,37 @@ def search_cumsum(w: jax.Array, v: jax.Array, *, side: str, order: str, out_dtyp
                  segment=np.int32(segment))
 
 
+def histogram_counts(edges: jax.Array, x: jax.Array, *, out_dtype: np.dtype,
+                     threads: int) -> jax.Array:
+    """How many of the values `x` fall at each index that
+    ``searchsorted(edges, x, 'right')`` gives, a value equal to the last
+    edge counted in the last bin, as jnp.histogram bins them; by the Cython
+    kernel, in one pass over `x`, as an XLA custom call.
+
+    Args:
+      edges: 1-D, float32 or float64, 1 to `MAX_HISTOGRAM_EDGES` of them; any
+        order (the bins are those of jnp's probes).
+      x: 1-D values of edges' dtype.
+      out_dtype: int32 or int64, holding len(x).
+      threads: at most this many threads, in [1, MAX_THREADS].
+
+    Returns:
+      ``len(edges) + 1`` counts: index 0 counts the values below the first
+      edge, the last those past the last edge (and NaN), index k the
+      histogram's bin k - 1.
+    """
+    return _call(HISTOGRAM_TARGET_NAME, edges, x, out_dtype, out_shape=(edges.shape[0] + 1,),
+                 threads=np.int32(threads))
+
+
 def _call(target: str, a: jax.Array, v: jax.Array, out_dtype: np.dtype,
-          **attributes: np.int32) -> jax.Array:
+          out_shape: tuple[int, ...] | None = None, **attributes: np.int32) -> jax.Array:
     """One call of an FFI target of the extension: operands a (..., n) and
-    v (..., m), the int32 output broadcast over their batch dimensions."""
+    v (..., m), the integer output (by default (..., m), broadcast over their
+    batch dimensions)."""
     if not AVAILABLE:
         raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
-    out_shape = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1]) + v.shape[-1:]
+    if out_shape is None:
+        out_shape = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1]) + v.shape[-1:]
     call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out_shape, out_dtype))
     return call(a, v, **attributes)

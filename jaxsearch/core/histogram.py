@@ -1,6 +1,12 @@
 """histogram, histogram2d, histogramdd: jnp's histograms, with the bins found
 by jaxsearch's searchsorted, and counted without a pass over the data when it
-is sorted."""
+is sorted.
+
+Unweighted counts of unsorted data go through the primitive `bin_counts_p`:
+on cpu the Cython kernel counts each value as it finds its bin, in one pass
+(no index array, no scatter); elsewhere, and for `jax.export` under the
+patch, the bins are searched and scatter-added as jnp does.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend.core import Primitive
 
-from . import serving
+from ..keys import WIDENED_TO_FLOAT32, index_dtype
+from . import cpu, originals, rules, serving
 from .api import searchsorted
 from .checks import check_arraylike, promote_inexact
 from .order import CHECK_ROW, is_sorted
@@ -47,12 +55,13 @@ def histogram(
     float16, and so do these.
     When `a` is sorted (checked at run time, NaN last) the counts come from
     searching the edges in `a`, with no pass over it but the check;
-    otherwise each value is searched among the edges and counted in a
-    scatter, as jnp does. With float32 or float64 weights and sorted `a`,
-    each bin's weights are summed in blocks rather than one by one, so a
-    weighted count may differ from jnp's by rounding (by about jnp's own
-    rounding error); other weights, and unsorted `a`, are summed as jnp
-    sums them.
+    otherwise, without weights, on CPU each value's bin is found and counted
+    in one pass (up to 65,536 edges), and elsewhere each value is searched
+    among the edges and counted in a scatter, as jnp does. With float32 or
+    float64 weights and sorted `a`, each bin's weights are summed in blocks
+    rather than one by one, so a weighted count may differ from jnp's by
+    rounding (by about jnp's own rounding error); other weights, and
+    unsorted `a`, are summed as jnp sums them.
 
     Args:
       a: values, any shape (flattened).
@@ -109,10 +118,10 @@ def _histogram(a, edges, weights) -> jax.Array:
         return jnp.zeros(nbins, dtype)
 
     def unsorted():
-        index = searchsorted(edges, a, "right", sorted_v=False)
-        index = jnp.where(a == edges[-1], nbins, index)  # the last bin is closed
-        ones = jnp.ones((), dtype) if w is None else w
-        return jnp.zeros(nbins + 1, dtype).at[index].add(ones)[1:]
+        if w is None:
+            return bin_counts_p.bind(edges, a, dtype=np.dtype(dtype),
+                                     portable=serving.for_patch())
+        return _scatter(edges, a, w, _search)
 
     block = _block(n)
     # Half-precision sums in another order stray far from jnp's (which stop
@@ -125,17 +134,78 @@ def _histogram(a, edges, weights) -> jax.Array:
         starts, stops = _bin_bounds(a, edges)
         if w is not None:
             return _range_sums(w, starts, stops, block)
-        counts = stops - starts
-        # jnp's float counts stop at 2**(nmant + 1), where adding 1 rounds
-        # back down (to even): so do these.
-        limit = 2 ** (jnp.finfo(dtype).nmant + 1)
-        return (counts if n <= limit else jnp.minimum(counts, limit)).astype(dtype)
+        return _saturated(stops - starts, n, dtype)
 
     def maybe_sorted():
         return lax.cond(is_sorted(a) & is_sorted(edges), from_sorted, unsorted)
 
     # A strided sample out of order settles it without the full pass.
     return lax.cond(is_sorted(a[::CHECK_ROW]), maybe_sorted, unsorted)
+
+
+def _search(edges: jax.Array, x: jax.Array) -> jax.Array:
+    return searchsorted(edges, x, "right", sorted_v=False)
+
+
+def _scatter(edges: jax.Array, x: jax.Array, w: jax.Array, search) -> jax.Array:
+    """jnp's count: each value's bin by `search` (searchsorted's 'right'
+    side), then its weight `w` (an array, or a scalar for all) scatter-added
+    there, in w's dtype."""
+    nbins = edges.shape[0] - 1
+    index = search(edges, x)
+    index = jnp.where(x == edges[-1], nbins, index)  # the last bin is closed
+    return jnp.zeros(nbins + 1, w.dtype).at[index].add(w)[1:]
+
+
+def _saturated(counts: jax.Array, n: int, dtype) -> jax.Array:
+    """Exact counts of n values as jnp's float counts of `dtype` come out:
+    those stop at 2**(nmant + 1), where adding 1 rounds back down (to even)."""
+    limit = 2 ** (jnp.finfo(dtype).nmant + 1)
+    return (counts if n <= limit else jnp.minimum(counts, limit)).astype(dtype)
+
+
+# ------------------------------------------------------------ bin_counts_p
+
+bin_counts_p = Primitive("jaxsearch_histogram_bin_counts")
+
+
+def _counts_abstract_eval(edges, x, *, dtype, **_):
+    return jax.core.ShapedArray((edges.shape[0] - 1,), dtype)
+
+
+def _jnp_counts(edges, x, *, dtype, portable=False, search=_search):
+    """The counts as jnp counts them: search, then scatter-add ones."""
+    del portable  # acts in the lowering rule
+    return _scatter(edges, x, jnp.ones((), dtype), search)
+
+
+def _export_counts(edges, x, **params):
+    return _jnp_counts(edges, x, search=lambda e, x: originals.searchsorted(e, x, "right"),
+                       **params)
+
+
+def _cpu_counts(edges, x, *, dtype, portable=False):
+    key = jnp.result_type(edges, x)
+    if edges.shape[0] > cpu.MAX_HISTOGRAM_EDGES or not jnp.issubdtype(key, jnp.floating):
+        return _jnp_counts(edges, x, dtype=dtype)
+    key = jnp.float32 if key in WIDENED_TO_FLOAT32 else key  # exact, order kept
+    n = x.shape[0]
+    counts = cpu.histogram_counts(edges.astype(key), x.astype(key), out_dtype=index_dtype(n),
+                                  threads=min(cpu.available_cores(), cpu.MAX_THREADS))
+    return _saturated(counts[1:-1], n, dtype)
+
+
+def _batch_counts(args, dims, **params):
+    # Batched histograms are rare: jnp's way, vmapped.
+    in_axes = tuple(None if d is None else 0 for d in dims)
+    args = tuple(x if d is None else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims))
+    return jax.vmap(lambda e, x: _jnp_counts(e, x, **params), in_axes)(*args), 0
+
+
+rules.define_rules(bin_counts_p, _counts_abstract_eval, batcher=_batch_counts)
+rules.register_lowerings(bin_counts_p, default=_jnp_counts,
+                         cpu=_cpu_counts if cpu.AVAILABLE else None, gpu=_jnp_counts,
+                         for_export=_export_counts)
 
 
 def _bin_bounds(a: jax.Array, edges: jax.Array) -> tuple[jax.Array, jax.Array]:

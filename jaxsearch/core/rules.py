@@ -23,16 +23,17 @@ from . import jax_private
 GPU_PLATFORMS = ("cuda", "rocm")
 
 
-def define_rules(primitive: Primitive, abstract_eval: Callable) -> None:
-    """The rules of a jaxsearch primitive whose output is integer indices:
-    its shapes, its batching (batch dimension first, an unbatched operand
-    given a size-1 one: a reshape, never a copy, which the kernels
-    broadcast), eager calls through jax's dispatch (one compilation per
-    shapes and parameters), and a zero derivative (float0 tangents, as jnp's
-    searchsorted has)."""
+def define_rules(primitive: Primitive, abstract_eval: Callable,
+                 batcher: Callable | None = None) -> None:
+    """The rules of a jaxsearch primitive whose output is integer indices (or
+    counts): its shapes, its batching (by default batch dimension first, an
+    unbatched operand given a size-1 one: a reshape, never a copy, which the
+    kernels broadcast; else `batcher`, a batching rule), eager calls through
+    jax's dispatch (one compilation per shapes and parameters), and a zero
+    derivative (float0 tangents for indices, as jnp's searchsorted has)."""
     primitive.def_impl(functools.partial(jax_private.apply_primitive, primitive))
     primitive.def_abstract_eval(abstract_eval)
-    batching.primitive_batchers[primitive] = functools.partial(_batch, primitive)
+    batching.primitive_batchers[primitive] = batcher or functools.partial(_batch, primitive)
     ad.primitive_jvps[primitive] = functools.partial(_zero_jvp, primitive)
 
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxsearch
+from jaxsearch.core import cpu
 
 EDGES = np.array([-2.0, -0.5, 0.0, 0.0, 1.0, 1.5, 3.0])  # a repeated edge among them
 
@@ -231,8 +232,41 @@ def test_runs_jaxsearchs_kernel():
     assert_cpu_kernel(lambda a, w: jaxsearch.histogram(a, jnp.asarray(EDGES), weights=w)[0],
                       a, w)
     assert_cpu_kernel(lambda a: jaxsearch.histogram(a.astype(jnp.float16), 10)[0], a)
+    # Unweighted counts of unsorted values: the counting kernel, not a scatter.
+    for f in (lambda a: jaxsearch.histogram(a, 10)[0],
+              lambda a: jaxsearch.histogram(a.astype(jnp.bfloat16), jnp.asarray(EDGES))[0]):
+        s = assert_cpu_kernel(f, a, target=cpu.HISTOGRAM_TARGET_NAME)
+        # jnp's count, a scatter-add of the values' bins, which may collide.
+        assert "unique_indices = false" not in s.text, s
     assert_cpu_kernel(lambda s: jaxsearch.histogramdd(s, 4)[0], a.reshape(-1, 2))
     assert_cpu_kernel(lambda x: jaxsearch.histogram2d(x, x[::-1], 4)[0], a)
+
+
+def test_counting_kernel_matches_jnp():
+    """Unweighted counts of unsorted values, which the CPU kernel counts in
+    one pass: edges even (each bin guessed from the value, then corrected),
+    even but for a nudge (corrections of a step), uneven, out of order and
+    with NaN (jnp's probes), for each float dtype, on values long enough for
+    several threads, with NaN, infinities, -0.0 and values on the edges."""
+    rng = np.random.default_rng(11)
+    even = np.linspace(-2, 3, 41)
+    nudged = even.copy()
+    nudged[[5, 6, 30]] += [0.04, -0.05, 0.06]
+    edge_sets = [even, nudged, np.geomspace(1e-3, 3, 30) - 1, rng.permutation(even[:9]),
+                 np.array([-1.0, 0.0, np.nan]), np.array([-1.0, 0.0, 0.0, 0.0, 2.0])]
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        with jax.enable_x64(dtype == "float64"):
+            for n in (1, 100, 70000):
+                a = rng.uniform(-3, 4, n)
+                if n >= 100:
+                    a[rng.choice(n, 40, replace=False)] = np.concatenate([
+                        [np.nan, np.inf, -np.inf, -0.0, 0.0, 3.0, -2.0], even[:33]])
+                a = jnp.asarray(a.astype(jnp.dtype(dtype)))
+                for edges in edge_sets:
+                    check(a, jnp.asarray(edges, dtype))
+                check(a, 30)  # from the data's range: NaN, so every edge is NaN
+                check(a, 30, (-2, 3))
+                check(a, 30, (-np.inf, 3))
 
 
 def test_jit_and_vmap():

@@ -4,8 +4,9 @@ A jaxsearch function that quietly answered through jnp would still give
 jnp's answers, so the tests that care read the lowered program instead:
 
 - on CPU, the Cython kernels are XLA custom calls (`cpu.TARGET_NAME`,
-  `cpu.CUMSUM_TARGET_NAME`); the searchsorted one carries the kernel it runs
-  for sorted needles as its `kernel` attribute (numbered as
+  `cpu.CUMSUM_TARGET_NAME`, `cpu.HISTOGRAM_TARGET_NAME`); the searchsorted
+  one carries the kernel it runs for sorted needles as its `kernel`
+  attribute (numbered as
   `jaxsearch._cpu_ext.KERNEL_NAMES`) and the needles' order as `order`;
 - the GPU kernels on a CPU backend run in an interpreter (Pallas', Mosaic
   GPU's), which leaves no custom call; but each kernel's public wrapper is a
@@ -34,7 +35,7 @@ from jaxsearch._cpu_ext import KERNEL_NAMES, ORDER_NAMES
 from jaxsearch.core import cpu
 from jaxsearch.pallas_kernels import BACKENDS
 
-OURS = frozenset({cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME})
+OURS = frozenset({cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME, cpu.HISTOGRAM_TARGET_NAME})
 KERNEL_OF = {number: name for name, number in KERNEL_NAMES.items()}
 ORDER_OF = {number: name for name, number in ORDER_NAMES.items()}
 # A custom call and its attributes, on one line of StableHLO text.
