@@ -242,7 +242,8 @@ def test_runs_jaxsearchs_kernel():
     assert_cpu_kernel(lambda x: jaxsearch.histogram2d(x, x[::-1], 4)[0], a)
 
 
-def test_counting_kernel_matches_jnp():
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_counting_kernel_matches_jnp(dtype):
     """Unweighted counts of unsorted values, which the CPU kernel counts in
     one pass: edges even (each bin guessed from the value, then corrected),
     even but for a nudge (corrections of a step), uneven, out of order and
@@ -254,19 +255,18 @@ def test_counting_kernel_matches_jnp():
     nudged[[5, 6, 30]] += [0.04, -0.05, 0.06]
     edge_sets = [even, nudged, np.geomspace(1e-3, 3, 30) - 1, rng.permutation(even[:9]),
                  np.array([-1.0, 0.0, np.nan]), np.array([-1.0, 0.0, 0.0, 0.0, 2.0])]
-    for dtype in ("float32", "float64", "float16", "bfloat16"):
-        with jax.enable_x64(dtype == "float64"):
-            for n in (1, 100, 70000):
-                a = rng.uniform(-3, 4, n)
-                if n >= 100:
-                    a[rng.choice(n, 40, replace=False)] = np.concatenate([
-                        [np.nan, np.inf, -np.inf, -0.0, 0.0, 3.0, -2.0], even[:33]])
-                a = jnp.asarray(a.astype(jnp.dtype(dtype)))
-                for edges in edge_sets:
-                    check(a, jnp.asarray(edges, dtype))
-                check(a, 30)  # from the data's range: NaN, so every edge is NaN
-                check(a, 30, (-2, 3))
-                check(a, 30, (-np.inf, 3))
+    with jax.enable_x64(dtype == "float64"):
+        for n in (1, 100, 70000):
+            a = rng.uniform(-3, 4, n)
+            if n >= 100:
+                a[rng.choice(n, 40, replace=False)] = np.concatenate([
+                    [np.nan, np.inf, -np.inf, -0.0, 0.0, 3.0, -2.0], even[:33]])
+            a = jnp.asarray(a.astype(jnp.dtype(dtype)))
+            for edges in edge_sets:
+                check(a, jnp.asarray(edges, dtype))
+            check(a, 30)  # from the data's range: NaN, so every edge is NaN
+            check(a, 30, (-2, 3))
+            check(a, 30, (-np.inf, 3))
 
 
 def test_jit_and_vmap():
