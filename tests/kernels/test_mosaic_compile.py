@@ -3,12 +3,13 @@
 The compile worker is `helpers/h200.py`'s (a compile-only CUDA topology, in a fresh
 process), run as on a jax that has lost Pallas' Triton backend, so that the
 dispatch chooses Mosaic GPU. Compiled: every config of the tuning space with
-each Mosaic GPU kernel (float32 and int64 keys, both sides, under vmap), and
-the public searchsorted for every key dtype, both sides, sorted_v
-True/False/None, vmapped, and both skews. Mosaic GPU runs ptxas itself, so
-XLA's spill flag covers XLA's own kernels only: each Mosaic kernel's ptxas
-report (MOSAIC_GPU_DUMP_PTXAS) is read instead. Without the `h200-compile`
-extra the tests skip, saying what to install.
+each Mosaic GPU kernel (float32 and int64 keys, under vmap, each on one
+side, the two taken in turn), and the public searchsorted for every key
+dtype, both sides, sorted_v True/False/None, vmapped, and both skews.
+Mosaic GPU runs ptxas itself, so XLA's spill flag covers XLA's own kernels
+only: each Mosaic kernel's ptxas report (MOSAIC_GPU_DUMP_PTXAS) is read
+instead. Without the `h200-compile` extra the tests skip, saying what to
+install.
 """
 
 import pytest
@@ -20,7 +21,7 @@ from jaxsearch.pallas_kernels import BACKENDS
 MISSING = BACKENDS["mosaic"].import_error or h200.missing_wheels()
 # Keys of one 32-bit and one 64-bit dtype: the registers a config needs.
 CONFIG_CASES = h200.config_cases(pk.tuning_space(), dtypes=("float32", "int64"),
-                                 implementations=("mosaic",))
+                                 implementations=("mosaic",), one_side_each=True)
 DISPATCH_CASES = h200.mosaic_dispatch_cases()
 UNSIGNED_DTYPES = ("bool", "uint8", "uint16", "uint32", "uint64")
 
