@@ -32,6 +32,11 @@ class Backend:
       label: its name in messages ("Pallas Mosaic GPU").
       kernels: each kind's public wrapper, by kind name; empty where the
         subpackage did not import (`import_error` says why).
+      checked: where the backend has one, the checked call's kernel,
+        `checked(a, v, merging, *, side, out_dtype, merge_config,
+        bisect_config, interpret)`: both kinds' programs in one kernel that
+        reads the sortedness test on the device (else the dispatch chooses
+        between the two kernels with lax.cond).
       import_error: "" or why the subpackage did not import.
       min_capability: the lowest CUDA compute capability it compiles for
         (None: any).
@@ -46,6 +51,7 @@ class Backend:
     package: str
     label: str
     kernels: Mapping[str, Callable]
+    checked: Callable | None = None
     import_error: str = ""
     min_capability: tuple[int, int] | None = None
     interpreted_at_trace_time: bool = False
@@ -78,28 +84,34 @@ class Backend:
         return True, ""
 
 
-def _pallas_triton() -> dict[str, Callable]:
-    from .pallas_triton import binary_search_searchsorted, merge_path_searchsorted
+def _pallas_triton() -> dict[str, object]:
+    from .pallas_triton import (
+        binary_search_searchsorted,
+        checked_searchsorted,
+        merge_path_searchsorted,
+    )
 
-    return {MERGE_PATH.name: merge_path_searchsorted,
-            BINARY_SEARCH.name: binary_search_searchsorted}
+    return {"kernels": {MERGE_PATH.name: merge_path_searchsorted,
+                        BINARY_SEARCH.name: binary_search_searchsorted},
+            "checked": checked_searchsorted}
 
 
-def _mosaic_gpu() -> dict[str, Callable]:
+def _mosaic_gpu() -> dict[str, object]:
     from .mosaic_gpu import mosaic_binary_search_searchsorted, mosaic_merge_path_searchsorted
 
-    return {MERGE_PATH.name: mosaic_merge_path_searchsorted,
-            BINARY_SEARCH.name: mosaic_binary_search_searchsorted}
+    return {"kernels": {MERGE_PATH.name: mosaic_merge_path_searchsorted,
+                        BINARY_SEARCH.name: mosaic_binary_search_searchsorted}}
 
 
 def _optional(name: str, package: str, label: str, load: Callable[[], dict], **fields) -> Backend:
-    """A backend whose subpackage needs a Pallas backend jax may lack: its
-    kernels, or why it did not import."""
+    """A backend whose subpackage needs a Pallas backend jax may lack: the
+    fields its subpackage gives (`load()`: its kernels), or why it did not
+    import."""
     try:
-        kernels, error = load(), ""
+        loaded, error = load(), ""
     except ImportError as exc:
-        kernels, error = {}, f"this jax has no usable {label} backend ({exc})"
-    return Backend(name, package, label, kernels, import_error=error, **fields)
+        loaded, error = {"kernels": {}}, f"this jax has no usable {label} backend ({exc})"
+    return Backend(name, package, label, import_error=error, **loaded, **fields)
 
 
 BACKENDS: dict[str, Backend] = {

@@ -20,6 +20,7 @@ import numpy as np
 from jax import lax
 
 from .. import tuning
+from ..keys import INT32_MAX
 from ..pallas_kernels import (
     BACKENDS,
     BINARY_SEARCH,
@@ -30,7 +31,8 @@ from ..pallas_kernels import (
 from . import rules
 from .implementations import GPU_IMPLEMENTATIONS
 
-__all__ = ["by_order", "choose", "compute_capability", "search", "search_rows", "status"]
+__all__ = ["both_sorted", "by_order", "choose", "compute_capability", "route", "search",
+           "search_rows", "status"]
 
 
 def status(implementation: str, *, interpret: bool = False) -> tuple[bool, str]:
@@ -69,18 +71,59 @@ def choose(n: int, m: int, dtype) -> str | None:
 def by_order(order: str, a: jax.Array, v: jax.Array,
              run: Callable[[str], jax.Array]) -> jax.Array:
     """`run("sorted")` or `run("any")` for keys `a` and needles `v`, as
-    `order` says: "check" tests the rows of both and picks one with lax.cond.
-    The merge path only where `a` is sorted too: on any other `a`, the binary
-    search follows jnp's probes and gives jnp's answers.
+    `order` says: "check" tests the rows of both (`both_sorted`) and picks
+    one with lax.cond."""
+    if order != "check":
+        return run(order)
+    return lax.cond(both_sorted(a, v), lambda: run("sorted"), lambda: run("any"))
+
+
+def both_sorted(a: jax.Array, v: jax.Array) -> jax.Array:
+    """Whether every row of `a` and of `v` is sorted: the merge path only
+    where `a` is sorted too, since on any other `a` the binary search follows
+    jnp's probes and gives jnp's answers.
 
     One test for the whole batch (of this device's rows, when partitioned): a
     batched predicate would turn lax.cond into a select that runs both.
     """
-    if order != "check":
-        return run(order)
-    rows_sorted = jnp.all(jax.vmap(is_sorted)(v.reshape(-1, v.shape[-1]))) & \
+    return jnp.all(jax.vmap(is_sorted)(v.reshape(-1, v.shape[-1]))) & \
         jnp.all(jax.vmap(is_sorted)(a.reshape(-1, a.shape[-1])))
-    return lax.cond(rows_sorted, lambda: run("sorted"), lambda: run("any"))
+
+
+def _config(kind, n: int, m: int, dtype, implementation: str):
+    """The tuning cache's tiles for `kind`'s kernel, else its heuristics."""
+    return (tuning.tuned_gpu_config(kind.config_cls, n, m, dtype, implementation=implementation)
+            or kind.default_config(n, m, jnp.dtype(dtype)))
+
+
+def _fits(kind, n: int, m: int, dtype, implementation: str) -> bool:
+    """Whether `kind`'s kernels can index n keys and m needles here: always
+    with x64; without it, where every position fits in int32. The merge path
+    counts positions along the merge (N + M); binary search counts in `a`
+    and in `v` apart. Each backend pads `v` by less than one tile or block."""
+    if jax.config.jax_enable_x64:
+        return True
+    config = _config(kind, n, m, dtype, implementation)
+    if kind is MERGE_PATH:
+        return n + m + 2 * config.tile <= INT32_MAX
+    return max(n, m + 2 * config.block) <= INT32_MAX
+
+
+def route(order: str, n: int, m: int, dtype, implementation: str) -> str | None:
+    """The needles' order the kernels serve rows of n keys and m needles as:
+    `order` itself ("sorted": merge path, "any": binary search, "check":
+    both behind the sortedness check), or "any" where binary search serves
+    sorted needles too (n above `tuning.gpu_bisect_ratio` times m, or a merge
+    too long for int32 positions without x64), so that nothing is checked;
+    None where neither kernel can index them (jnp answers)."""
+    if not _fits(BINARY_SEARCH, n, m, dtype, implementation):
+        return None
+    if order == "any":
+        return order
+    if n > tuning.gpu_bisect_ratio(n, m, dtype) * m or \
+            not _fits(MERGE_PATH, n, m, dtype, implementation):
+        return "any"
+    return order
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
@@ -99,20 +142,31 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     ok, reason = status(implementation, interpret=interpret)
     if not ok:
         raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
-    backend = BACKENDS[implementation]
     kind = MERGE_PATH if order == "sorted" else BINARY_SEARCH
-    # The tuning cache's tiles for this kernel, else (None) its heuristics.
-    config = tuning.tuned_gpu_config(kind.config_cls, a.shape[0], v.shape[0], a.dtype,
-                                     implementation=implementation)
-    return backend.kernel(kind)(a, v, side=side, out_dtype=out_dtype, config=config,
-                                interpret=interpret)
+    n, m = a.shape[0], v.shape[0]
+    return BACKENDS[implementation].kernel(kind)(
+        a, v, side=side, out_dtype=out_dtype,
+        config=_config(kind, n, m, a.dtype, implementation), interpret=interpret)
 
 
 def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                 implementation: str, interpret: bool) -> jax.Array:
     """Rows (*batch, n) and (*batch, m) by a GPU implementation's kernels
     (with `interpret`, in its interpreter), the order decided once for the
-    whole batch."""
+    whole batch; `order` as `route` gives it (not None). The checked call
+    runs the backend's checked kernel where it has one, which reads the test
+    on the device, else the two kernels behind lax.cond."""
+    checked = BACKENDS[implementation].checked
+    if order == "check" and checked is not None:
+        n, m = a.shape[-1], v.shape[-1]
+        merging = both_sorted(a, v).astype(np.int32).reshape(1)
+        search_row = functools.partial(
+            checked, merging=merging, side=side, out_dtype=out_dtype,
+            merge_config=_config(MERGE_PATH, n, m, a.dtype, implementation),
+            bisect_config=_config(BINARY_SEARCH, n, m, a.dtype, implementation),
+            interpret=interpret)
+        return rules.map_rows(search_row, a, v)
+
     def run(order):
         return rules.map_rows(functools.partial(search, side=side, order=order,
                                                 out_dtype=out_dtype,

@@ -53,6 +53,9 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
     implementation = implementation or implementation_for(platform, a.shape[-1], v.shape[-1],
                                                           a.dtype)
     if implementation in GPU_IMPLEMENTATIONS:
+        order = gpu.route(order, a.shape[-1], v.shape[-1], a.dtype, implementation)
+        if order is None:  # past what the kernels index without x64
+            return xla_rows(a, v, side=side, out_dtype=out_dtype)
         return gpu.search_rows(a, v, side=side, order=order, out_dtype=out_dtype,
                                implementation=implementation,
                                interpret=platform not in rules.GPU_PLATFORMS)

@@ -7,6 +7,8 @@ measures them, is a tool).
 from .cache import (
     CACHE_VERSION,
     CPU_KERNEL,
+    DEFAULT_GPU_BISECT_RATIO,
+    GPU_ROUTE_KERNEL,
     IMPLEMENTATION_KERNEL,
     OP,
     SHIPPED_DIR,
@@ -18,6 +20,7 @@ from .cache import (
     cpu_config,
     device_kind,
     dtype_class,
+    gpu_bisect_ratio,
     gpu_config,
     gpu_kernel_key,
     load_entries,
@@ -40,10 +43,12 @@ from .cpu_config import (
 )
 
 __all__ = [
-    "CACHE_VERSION", "CPU_KERNEL", "DEFAULT_CPU_CONFIG", "IMPLEMENTATION_KERNEL", "MAX_THREADS",
+    "CACHE_VERSION", "CPU_KERNEL", "DEFAULT_CPU_CONFIG", "DEFAULT_GPU_BISECT_RATIO",
+    "GPU_ROUTE_KERNEL", "IMPLEMENTATION_KERNEL", "MAX_THREADS",
     "OP", "SHIPPED_DIR", "TUNING_DIR_ENV", "CacheEntry", "CpuConfig", "cache_file",
     "cache_files", "choose_cpu_kernel", "cpu_config", "cpu_config_from", "cpu_config_override",
-    "device_kind", "dtype_class", "gpu_config", "gpu_kernel_key", "load_entries", "lookup",
+    "device_kind", "dtype_class", "gpu_bisect_ratio", "gpu_config", "gpu_kernel_key",
+    "load_entries", "lookup",
     "normalize_device_kind", "read_meta", "resolve_cpu_config", "tuned_gpu_config",
     "tuned_gpu_implementation", "use_cpu_config", "user_cache_dir", "write_cache",
 ]

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import os
 import re
 import threading
@@ -62,6 +63,16 @@ CACHE_VERSION = 1
 CPU_KERNEL = "cpu"  # the kernel key of CpuConfig entries
 # The kernel key of the entries that name the fastest GPU implementation.
 IMPLEMENTATION_KERNEL = "implementation"
+# The kernel key of the entries that hold the GPU's crossover from the merge
+# path to binary search for sorted needles (config {"bisect_ratio": r}).
+GPU_ROUTE_KERNEL = "route"
+# Binary search serves sorted needles on a GPU once N > 64 M. By bytes, at
+# N = 1e8 float32 keys on an H200: the merge path reads about 4 (N/M + 1)
+# bytes per needle; a needle's binary search reads 27 keys, of which the
+# top 20 levels (2**20 sectors of 32 bytes: 32 MiB) stay in the 50 MB L2,
+# so about 7 sectors, 224 bytes, come from HBM. The two meet near N/M = 55,
+# and near 27 for 8-byte keys. The autotuner measures the crossover per device.
+DEFAULT_GPU_BISECT_RATIO = 64.0
 TUNING_DIR_ENV = "JAXSEARCH_TUNING_DIR"
 SHIPPED_DIR = Path(__file__).parent.parent / "data" / "autotuning"
 
@@ -350,6 +361,22 @@ def tuned_gpu_implementation(n: int, m: int, dtype: Any) -> str | None:
     this device, or None."""
     tuned = gpu_config(IMPLEMENTATION_KERNEL, n, m, dtype)
     return tuned.get("name") if tuned else None
+
+
+def gpu_bisect_ratio(n: int, m: int, dtype: Any) -> float:
+    """Sorted needles take the GPU's binary search, not the merge path, when
+    n exceeds this times m: the tuning cache's crossover for this device
+    (kernel "route"), else `DEFAULT_GPU_BISECT_RATIO`. A cached value that is
+    not a positive number warns and gives the default."""
+    tuned = gpu_config(GPU_ROUTE_KERNEL, n, m, dtype)
+    if tuned is None:
+        return DEFAULT_GPU_BISECT_RATIO
+    ratio = tuned.get("bisect_ratio")
+    if isinstance(ratio, numbers.Real) and not isinstance(ratio, bool) and ratio > 0:
+        return float(ratio)
+    warnings.warn(f"jaxsearch: ignoring cached GPU route {tuned}: bisect_ratio must be a "
+                  "positive number", RuntimeWarning, stacklevel=2)
+    return DEFAULT_GPU_BISECT_RATIO
 
 
 def gpu_kernel_key(implementation: str, kind: str) -> str:

@@ -18,7 +18,8 @@ from . import _common as mc
 
 def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
-    idx = _bisect.index_dtype(n + m + lanes.size * threads)
+    # Positions in `a` and in `v` apart: int32 unless one of them passes it.
+    idx = _bisect.index_dtype(max(n, m + lanes.size * threads))
     block = mc.program_id(idx) * threads + mc.warpgroup_id(idx)
     start = mc.window(block * lanes.size, lanes.size, m)
     v_key = lanes.load(v_ref, start)
@@ -39,7 +40,7 @@ def mosaic_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpre
     threads = mc.warpgroups(config.num_warps, config.block)
     lanes = mc.Lanes(config.block // threads, a.dtype, interpret)
     padded = mc.padded_length(m, lanes)
-    _bisect.check_extent(n + padded + config.block)
+    _bisect.check_extent(max(n, padded + config.block))
     kernel = functools.partial(_binary_search_kernel, lanes=lanes, threads=threads, side=side)
     grid = -(-padded // config.block)
     return mc.launch(kernel, a, v, out_dtype=out_dtype, grid=grid, lanes=lanes, threads=threads,

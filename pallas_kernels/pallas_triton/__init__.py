@@ -5,6 +5,7 @@ backend.
 """
 
 from .binary_search import binary_search_searchsorted
+from .checked import checked_searchsorted
 from .merge_path import merge_path_searchsorted
 
-__all__ = ["binary_search_searchsorted", "merge_path_searchsorted"]
+__all__ = ["binary_search_searchsorted", "checked_searchsorted", "merge_path_searchsorted"]

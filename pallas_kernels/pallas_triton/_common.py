@@ -34,18 +34,25 @@ def resolve_needles(v_ref, o_ref, start, count, *, block, resolve):
     pltriton.store(o_ref.at[pl.ds(start, block)], answer.astype(o_ref.dtype), mask=valid)
 
 
-def launch(kernel, a, v, *, out_dtype, grid, num_warps, num_stages, interpret, name):
-    """Runs `kernel(a_ref, v_ref, o_ref)` on the Triton backend.
+def by_program_id(body):
+    """`body(program, *refs)` as a kernel of `*refs`: `program` is its
+    index along grid axis 0."""
+    return lambda *refs: body(pl.program_id(0), *refs)
 
-    No BlockSpecs: every program sees the whole of `a` and `v` and the output,
-    and under `vmap` the batching rule of `pallas_call` adds a grid axis and
-    hands each program one batch row.
+
+def launch(kernel, *operands, out_dtype, grid, num_warps, num_stages, interpret, name):
+    """Runs `kernel(*operand_refs, o_ref)` on the Triton backend; the last
+    operand is the needles, whose shape the answers take.
+
+    No BlockSpecs: every program sees the whole of each operand and the
+    output, and under `vmap` the batching rule of `pallas_call` adds a grid
+    axis and hands each program one batch row.
     """
     return pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct(v.shape, out_dtype),
+        out_shape=jax.ShapeDtypeStruct(operands[-1].shape, out_dtype),
         grid=(grid,),
         compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
         interpret=interpret,
         name=name,
-    )(a, v)
+    )(*operands)

@@ -9,7 +9,6 @@ ceil(log2(N + 1)), so the lanes of a warp never diverge; in jnp's probe order
 import functools
 
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
 
 from .. import _bisect
 from .._wrapper import searchsorted_wrapper
@@ -17,10 +16,11 @@ from ..configs import BINARY_SEARCH
 from . import _common
 
 
-def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
+def _binary_search_kernel(program, a_ref, v_ref, o_ref, *, block, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
-    idx = _bisect.index_dtype(n + m + block)
-    start = pl.program_id(0).astype(idx) * block
+    # Positions in `a` and in `v` apart: int32 unless one of them passes it.
+    idx = _bisect.index_dtype(max(n, m + block))
+    start = program.astype(idx) * block
 
     def resolve(v_key, valid):
         lo = jnp.zeros(v_key.shape, idx)
@@ -34,17 +34,26 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, block, side):
 @searchsorted_wrapper(BINARY_SEARCH, kernel="the Pallas Triton binary-search kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    n, m = a.shape[0], v.shape[0]
-    _bisect.check_extent(n + m + config.block)
-    kernel = functools.partial(_binary_search_kernel, block=config.block, side=side)
     return _common.launch(
-        kernel,
+        _common.by_program_id(program(config, side)),
         a,
         v,
         out_dtype=out_dtype,
-        grid=-(-m // config.block),
+        grid=programs(a.shape[0], v.shape[0], config),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
         interpret=interpret,
         name="binary_search_searchsorted",
     )
+
+
+def program(config, side):
+    """The body of program `program`, `body(program, a_ref, v_ref, o_ref)`,
+    for `config`."""
+    return functools.partial(_binary_search_kernel, block=config.block, side=side)
+
+
+def programs(n, m, config):
+    """The programs of a search of m needles in n keys (checked against x64)."""
+    _bisect.check_extent(max(n, m + config.block))
+    return -(-m // config.block)

@@ -46,10 +46,10 @@ def _compare_counts(a_ref, start, count, v_key, *, chunk, side):
     )
 
 
-def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
+def _merge_path_kernel(program, a_ref, v_ref, o_ref, *, tile, method, chunk, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
-    d0 = jnp.minimum(pl.program_id(0).astype(idx) * tile, n + m)
+    d0 = jnp.minimum(program.astype(idx) * tile, n + m)
     d1 = jnp.minimum(d0 + tile, n + m)
     # Both boundaries in one search: two lanes share every step's latency.
     lane = jnp.arange(2, dtype=idx)
@@ -94,19 +94,28 @@ def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, method, chunk, side):
 @searchsorted_wrapper(MERGE_PATH, kernel="the Pallas Triton merge-path kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    n, m = a.shape[0], v.shape[0]
-    _bisect.check_extent(n + m + config.tile)
-    kernel = functools.partial(
-        _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side
-    )
     return _common.launch(
-        kernel,
+        _common.by_program_id(program(config, side)),
         a,
         v,
         out_dtype=out_dtype,
-        grid=-(-(n + m) // config.tile),
+        grid=programs(a.shape[0], v.shape[0], config),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
         interpret=interpret,
         name="merge_path_searchsorted",
     )
+
+
+def program(config, side):
+    """The body of program `program`, `body(program, a_ref, v_ref, o_ref)`,
+    for `config`."""
+    return functools.partial(
+        _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk, side=side
+    )
+
+
+def programs(n, m, config):
+    """The programs of a search of m needles in n keys (checked against x64)."""
+    _bisect.check_extent(n + m + config.tile)
+    return -(-(n + m) // config.tile)

@@ -44,7 +44,7 @@ def binary_search_kernel(
         0 for an operand every row shares.
       STEPS: halvings, n.bit_length().
       o_ptr: int32 or int64 answers, m per row.
-      WIDE: int64 positions (n + m + BLOCK passes 2**31 - 1).
+      WIDE: int64 positions (n or m + BLOCK passes 2**31 - 1).
     """
     a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
     n = as_index(n, WIDE)

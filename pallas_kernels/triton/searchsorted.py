@@ -201,7 +201,7 @@ class _Launch:
             "BLOCK": config.block,
             "STEPS": n.bit_length(),
             "LEFT": left,
-            "WIDE": n + m + config.block > INT32_MAX,
+            "WIDE": max(n, m + config.block) > INT32_MAX,
         }
 
 

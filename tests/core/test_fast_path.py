@@ -15,10 +15,20 @@ from helpers.served import assert_cpu_kernel, assert_gpu_kernels, assert_jnp, se
 import jaxsearch
 from jaxsearch import tuning
 from jaxsearch.core import cpu, gpu
+from jaxsearch.pallas_kernels import BACKENDS
 
 SORTED_V = [None, True, False]
 ORDER = {None: "check", True: "sorted", False: "any"}
 KINDS = {None: {"merge_path", "binary_search"}, True: {"merge_path"}, False: {"binary_search"}}
+
+
+def kinds(sorted_v, implementation):
+    """The kernels a call runs: the checked call runs the backend's checked
+    kernel where it has one (both kinds behind a flag read on the device)."""
+    if sorted_v is None and BACKENDS[implementation].checked is not None:
+        return {"checked"}
+    return KINDS[sorted_v]
+
 A = jnp.linspace(-1.0, 1.0, 100)
 V = jnp.linspace(-1.5, 1.5, 60)
 W = jnp.full(100, 0.01)
@@ -70,13 +80,14 @@ def test_vmap_and_sorter_keep_the_cpu_kernel():
 @pytest.mark.parametrize("sorted_v", SORTED_V)
 def test_gpu_implementations_run_their_kernels(sorted_v, implementation):
     """On a CPU backend, in their interpreter: merge path for sorted needles,
-    binary search for any, both (under lax.cond) for the checked call."""
+    binary search for any, for the checked call the checked kernel (Pallas
+    Triton) or both under lax.cond (Mosaic GPU)."""
     ok, reason = gpu.status(implementation, interpret=True)
     if not ok:
         pytest.skip(reason)
     assert_gpu_kernels(lambda a, v: jaxsearch.searchsorted(
         a, v, sorted_v=sorted_v, implementation=implementation), A, V,
-        kinds=KINDS[sorted_v], backend=implementation)
+        kinds=kinds(sorted_v, implementation), backend=implementation)
 
 
 def test_triton_implementation_is_checked_elsewhere():
@@ -136,7 +147,7 @@ def test_searchsorted_cumsum_pallas_runs_the_gpu_kernels(sorted_v):
         return jaxsearch.searchsorted_cumsum(w, v, sorted_v=sorted_v, implementation="pallas")
 
     s = served(f, W, V)
-    assert {kind for _, kind in s.gpu_kernels} == KINDS[sorted_v], s
+    assert {kind for _, kind in s.gpu_kernels} == kinds(sorted_v, "pallas"), s
     assert not s.calls, s
 
 

@@ -6,9 +6,11 @@ import warnings
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers.processes import run_python
+from helpers.served import assert_gpu_kernels, served
 
 import jaxsearch
 from jaxsearch import tuning
@@ -147,3 +149,79 @@ def test_triton_implementation_through_the_api_in_interpret_mode():
     done = run_python("-c", TRITON_THROUGH_THE_API, env={"TRITON_INTERPRET": "1"}, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "checked" in done.stdout
+
+
+# ------------------------------------------------------- routing by shape
+
+
+def test_route_sends_sorted_needles_to_binary_search_past_the_ratio(monkeypatch):
+    """Sorted needles (promised or checked) take the merge path up to
+    N = gpu_bisect_ratio * M, binary search past it, with nothing checked."""
+    ratio = tuning.DEFAULT_GPU_BISECT_RATIO
+    m = 1000
+    for order in ("sorted", "check"):
+        assert gpu.route(order, int(ratio * m), m, np.float32, "pallas") == order
+        assert gpu.route(order, int(ratio * m) + 1, m, np.float32, "pallas") == "any"
+    assert gpu.route("any", 10, 10**6, np.float32, "pallas") == "any"
+    # A ratio from the tuning cache moves the crossover.
+    monkeypatch.setattr(tuning, "gpu_bisect_ratio", lambda n, m, dtype: 2.0)
+    assert gpu.route("check", 2 * m, m, np.float32, "pallas") == "check"
+    assert gpu.route("check", 2 * m + 1, m, np.float32, "pallas") == "any"
+
+
+def test_gpu_bisect_ratio_reads_the_cache_and_refuses_nonsense(monkeypatch):
+    for cached, want in (({"bisect_ratio": 12.5}, 12.5), ({"bisect_ratio": 3}, 3.0)):
+        monkeypatch.setattr(cache, "gpu_config", lambda *args, c=cached: c)
+        assert tuning.gpu_bisect_ratio(10, 10, np.float32) == want
+    for bad in ({"bisect_ratio": -1.0}, {"bisect_ratio": "64"}, {"bisect_ratio": True}, {}):
+        monkeypatch.setattr(cache, "gpu_config", lambda *args, c=bad: c)
+        with pytest.warns(RuntimeWarning, match="bisect_ratio"):
+            assert tuning.gpu_bisect_ratio(10, 10, np.float32) == tuning.DEFAULT_GPU_BISECT_RATIO
+    monkeypatch.setattr(cache, "gpu_config", lambda *args: None)
+    assert tuning.gpu_bisect_ratio(10, 10, np.float32) == tuning.DEFAULT_GPU_BISECT_RATIO
+
+
+def test_route_by_the_positions_each_kernel_indexes():
+    """Without x64: a merge past int32 positions (N + M) goes to binary
+    search, which counts in `a` and `v` apart; needles past int32 go to jnp.
+    With x64 every route stays."""
+    half = 2**30 + 5
+    assert gpu.route("sorted", half, half, np.int8, "pallas") == "any"
+    assert gpu.route("check", half, half, np.int8, "pallas") == "any"
+    assert gpu.route("any", 10, 2**31, np.int8, "pallas") is None
+    assert gpu.route("any", 2**31 - 1, 10**6, np.int8, "pallas") == "any"
+    with jax.enable_x64(True):
+        assert gpu.route("check", half, half, np.int8, "pallas") == "check"
+        assert gpu.route("any", 10, 2**31, np.int8, "pallas") == "any"
+
+
+@pytest.mark.parametrize("sorted_v", [True, None])
+def test_few_sorted_needles_run_binary_search_unchecked(sorted_v):
+    """N = 100 M: the binary-search kernel alone, no sortedness check and no
+    conditional in the program, and jnp's answers (Pallas' interpreter)."""
+    ok, reason = gpu.status("pallas", interpret=True)
+    if not ok:
+        pytest.skip(reason)
+    rng = np.random.default_rng(3)
+    a = jnp.sort(jnp.asarray(rng.integers(0, 500, 2000), jnp.float32))
+    v = jnp.sort(jnp.asarray(rng.integers(-5, 505, 20), jnp.float32))
+
+    def f(a, v):
+        return jaxsearch.searchsorted(a, v, sorted_v=sorted_v, implementation="pallas")
+
+    s = assert_gpu_kernels(f, a, v, kinds={"binary_search"}, backend="pallas")
+    assert "stablehlo.case" not in s.text and "stablehlo.if" not in s.text
+    np.testing.assert_array_equal(f(a, v), jnp.searchsorted(a, v))
+
+
+def test_merges_past_int32_positions_lower_for_cuda_without_x64():
+    """N = M = 2**30 + 5 int8 (traced, never allocated): the default call
+    lowers for cuda to the binary-search kernel (the merge path would need
+    int64 positions), and 2**31 needles to jnp's search."""
+    if not gpu.status("pallas")[0]:
+        pytest.skip(gpu.status("pallas")[1])
+    half = jax.ShapeDtypeStruct((2**30 + 5,), jnp.int8)
+    s = served(jaxsearch.searchsorted, half, half, platform="cuda")
+    assert s.gpu_kernels == {("pallas", "binary_search")}, s
+    few, many = (jax.ShapeDtypeStruct((size,), jnp.int8) for size in (10, 2**31))
+    assert not served(jaxsearch.searchsorted, few, many, platform="cuda").by_jaxsearch

@@ -118,7 +118,8 @@ def run_worker(cases: list[dict], *, verbose: bool = False, pallas_triton: bool 
 
     Each result is the case with `ok`, `error` (the first lines of XLA's error
     when it failed), `kernel_calls` (the GPU kernel custom calls in the
-    compiled module) and, with `verbose`, `kernels`: per kernel the registers,
+    compiled module), `conditionals` (its HLO conditionals, each a branch
+    chosen on the host) and, with `verbose`, `kernels`: per kernel the registers,
     spill bytes and shared memory that ptxas reported, and for a Mosaic GPU
     kernel its unsigned compares. Without `pallas_triton` the dispatch runs
     as on a jax that has lost Pallas' Triton backend (Mosaic GPU first).
@@ -396,12 +397,14 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
             try:
                 text = jax.jit(fn).lower(*args).compile(compiler_options=options).as_text()
             except Exception as exc:  # noqa: BLE001  (XLA's errors, reported per case)
-                result.update(ok=False, error=str(exc)[:2000], kernel_calls=0)
+                result.update(ok=False, error=str(exc)[:2000], kernel_calls=0,
+                              conditionals=0)
             else:
                 targets = tuple(KERNEL_CALL_TARGETS.values())
                 calls = re.findall(r'custom_call_target="([^"]+)"', text)
                 result.update(ok=True, error="",
-                              kernel_calls=sum(1 for c in calls if c.startswith(targets)))
+                              kernel_calls=sum(1 for c in calls if c.startswith(targets)),
+                              conditionals=len(re.findall(r" conditional\(", text)))
             launches = parse_launches(dump.name)
             mosaic = mosaic_resources(dump.name)
     if verbose:

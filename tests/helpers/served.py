@@ -31,6 +31,7 @@ import re
 
 import jax
 
+from helpers.lowering import on_abstract_gpu_if_needed
 from jaxsearch._cpu_ext import KERNEL_NAMES, ORDER_NAMES
 from jaxsearch.core import cpu
 from jaxsearch.pallas_kernels import BACKENDS
@@ -41,9 +42,12 @@ ORDER_OF = {number: name for name, number in ORDER_NAMES.items()}
 # A custom call and its attributes, on one line of StableHLO text.
 _CALL = re.compile(r"stablehlo\.custom_call @([\w$.]+)\(.*$", re.MULTILINE)
 # Each GPU kernel's wrapper by its name: (backend, kind), as
-# ("pallas", "merge_path").
+# ("pallas", "merge_path"); a backend's checked kernel (both kinds behind a
+# flag read on the device) as (backend, "checked").
 GPU_KERNELS = {fn.__name__: (backend.name, kind) for backend in BACKENDS.values()
                for kind, fn in backend.kernels.items()}
+GPU_KERNELS |= {backend.checked.__name__: (backend.name, "checked")
+                for backend in BACKENDS.values() if backend.checked is not None}
 _GPU_KERNEL = re.compile(r"\bjit\((" + "|".join(map(re.escape, GPU_KERNELS)) + r")\)")
 
 
@@ -92,7 +96,8 @@ def served(f, *args, platform: str | None = None) -> Served:
     """What `jax.jit(f)(*args)` runs, read from its lowering (for `platform`
     when given: "tpu", "cuda"... lower on this machine without one)."""
     traced = jax.jit(f).trace(*args)
-    lowered = traced.lower(lowering_platforms=(platform,)) if platform else traced.lower()
+    lowered = (on_abstract_gpu_if_needed(lambda: traced.lower(lowering_platforms=(platform,)))
+               if platform else traced.lower())
     text = lowered.as_text(debug_info=True)
     calls = set()
     for match in _CALL.finditer(text):

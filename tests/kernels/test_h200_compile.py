@@ -23,11 +23,13 @@ so, only where the compile wheels (the `h200-compile` extra) are missing.
 
 import dataclasses
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import h200
 
 import jaxsearch.pallas_kernels as pk
+from jaxsearch.core import gpu
 
 MISSING = h200.missing_wheels()
 needs_wheels = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
@@ -70,9 +72,23 @@ def test_tuning_config_compiles_without_spilling(compiled, case):
 @pytest.mark.parametrize("case", DISPATCH_CASES, ids=h200.case_id)
 def test_dispatch_compiles_to_gpu_kernels(compiled, case):
     """No spill, and the program runs GPU kernels: the merge path, the binary
-    search, or both behind the sortedness check."""
-    calls = _result(compiled, case)["kernel_calls"]
-    assert calls == (2 if case["sorted_v"] is None else 1)
+    search, or for the checked call the checked kernel (both behind a flag
+    read on the device; few sorted needles take binary search unchecked)."""
+    result = _result(compiled, case)
+    assert result["kernel_calls"] == _searches(case)
+    # The checked call decides on the device where the backend has a checked
+    # kernel: no conditional, whose predicate XLA reads back on the host.
+    assert result["conditionals"] == (_searches(case) - 1), result
+
+
+def _searches(case):
+    """The kernels a call compiles to: one, or two behind lax.cond where the
+    call is checked and the backend has no checked kernel."""
+    implementation = case["implementation"] or "pallas"
+    if case["sorted_v"] is not None or pk.BACKENDS[implementation].checked is not None:
+        return 1
+    order = gpu.route("check", case["n"], case["m"], jnp.dtype(case["dtype"]), implementation)
+    return 2 if order == "check" else 1
 
 
 @needs_wheels
@@ -82,7 +98,7 @@ def test_cumsum_compiles_to_gpu_kernels(compiled, case):
     float32 sum is compensated (a high and a low part), searched twice."""
     calls = _result(compiled, case)["kernel_calls"]
     searches = 2 if case["dtype"] == "float32" else 1
-    assert calls == searches * (2 if case["sorted_v"] is None else 1)
+    assert calls == searches * _searches(case)
 
 
 SIZES = [1, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 2**31]

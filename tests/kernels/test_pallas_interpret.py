@@ -1,5 +1,6 @@
 """Correctness of the Pallas kernels, Triton and Mosaic GPU backends, against
-numpy and jnp.searchsorted.
+numpy and jnp.searchsorted; Pallas Triton's checked kernel runs every case
+of the kind its flag picks (`checked_merge`, `checked_binary`).
 
 Every case runs in the backends' interpreters on any backend and, marked
 `gpu`, compiled on a GPU when there is one (`pytest -m gpu`; Mosaic GPU
@@ -55,6 +56,12 @@ if PALLAS:
         ),
         binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
     )
+    # The checked kernel, its flag set each way: every case of its kind.
+    checked = functools.partial(BACKENDS["pallas"].checked,
+                                merge_config=pk.MergePathConfig(tile=128),
+                                bisect_config=pk.BinarySearchConfig(block=128))
+    KERNELS.update(checked_merge=functools.partial(checked, merging=1),
+                   checked_binary=functools.partial(checked, merging=0))
 if MOSAIC:
     merge, binary = (BACKENDS["mosaic"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
     KERNELS.update(
@@ -217,6 +224,22 @@ def test_argument_checks(backend):
 
 
 @pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
+@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
+def test_checked_kernel_argument_checks():
+    checked = BACKENDS["pallas"].checked
+    x = jnp.ones(8, jnp.float32)
+    with pytest.raises(ValueError, match="side"):
+        checked(x, x, 1, side="middle", out_dtype=jnp.int32, interpret=True)
+    with pytest.raises(TypeError, match="share a dtype"):
+        checked(x, x.astype(jnp.int32), 1, side="left", out_dtype=jnp.int32, interpret=True)
+    with pytest.raises(TypeError, match="merge_config must be a MergePathConfig"):
+        checked(x, x, 1, side="left", out_dtype=jnp.int32, interpret=True,
+                merge_config=pk.BinarySearchConfig())
+    with pytest.raises(TypeError, match="bisect_config must be a BinarySearchConfig"):
+        checked(x, x, 1, side="left", out_dtype=jnp.int32, interpret=True,
+                bisect_config=pk.MergePathConfig())
+
+
 def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
     f32 = jnp.ones(4, jnp.float32)
     with pytest.raises(ValueError, match="multiple of 128"):

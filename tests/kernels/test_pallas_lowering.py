@@ -168,7 +168,17 @@ def test_64_bit_indices_lower(config):
             num_stages=config.num_stages,
         )
     assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
-    # Without x64: answers that fit in int32, positions past it.
-    a = jax.ShapeDtypeStruct((2**31 - 1,), jnp.int8)
+    # Without x64, answers that fit in int32: the merge path refuses where
+    # N + M passes int32, binary search only where N or M does (it counts
+    # positions in `a` and `v` apart), so the longest `a` lowers in int32.
+    longest = jax.ShapeDtypeStruct((2**31 - 1,), jnp.int8)
+    if config.kind == "merge_path":
+        with pytest.raises(ValueError, match="jax_enable_x64"):
+            lower_for_cuda(kernel_for(config, "right"), longest, v)
+        return
+    text = check_lowering(kernel_for(config, "right"), longest, v,
+                          grid=(programs(config, 2**31 - 1, m), 1, 1),
+                          num_warps=config.num_warps, num_stages=config.num_stages)
+    assert "arith.extsi" not in text
     with pytest.raises(ValueError, match="jax_enable_x64"):
-        lower_for_cuda(kernel_for(config, "right"), a, v)
+        lower_for_cuda(kernel_for(config, "right"), v, longest)

@@ -195,13 +195,17 @@ def test_batched_launch_strides_and_split(fake, monkeypatch, kernel, in_axes, ma
 
 @pytest.mark.parametrize("kind, size", [(pk.MERGE_PATH, 256), (pk.BINARY_SEARCH, 512)])
 def test_wide_from_the_first_position_past_int32(kind, size):
-    """WIDE (int64 positions) exactly where n + m + the tile or block passes
-    2**31 - 1, and the step counts as the kernels need them."""
+    """WIDE (int64 positions) exactly where the merge path's n + m + tile, or
+    binary search's n or m + block, passes 2**31 - 1, and the step counts as
+    the kernels need them."""
     config = (pk.MergePathConfig(tile=size) if kind is pk.MERGE_PATH
               else pk.BinarySearchConfig(block=size))
     spec = ts._Launch(kind, config, "left", np.dtype(np.int64), interpret=False)
+    if kind is pk.BINARY_SEARCH:  # `v` alone
+        for extra, wide in ((0, False), (1, True)):
+            assert spec.grid_and_constexprs(5, INT32_MAX - size + extra)[1]["WIDE"] is wide
     m = 1000
-    n = INT32_MAX - m - size
+    n = INT32_MAX - m - size if kind is pk.MERGE_PATH else INT32_MAX  # the longest int32 `a`
     for extra, wide in ((0, False), (1, True)):
         grid_x, constexprs = spec.grid_and_constexprs(n + extra, m)
         assert constexprs["WIDE"] is wide

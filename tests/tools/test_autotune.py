@@ -95,10 +95,11 @@ def test_gpu_sweep_in_interpret_mode(caches):
     pk = pytest.importorskip("jaxsearch.pallas_kernels")
     user, _ = caches
     grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("float32",), gpu_sizes=(256,),
-                               repeats=1, budget_s=0.0)
+                               ratios=(1, 16, 256), repeats=1, budget_s=0.0)
     space = [pk.MergePathConfig(tile=256), pk.BinarySearchConfig(block=128)]
     progress = Progress(autotune_gpu.gpu_steps(grid, space), "test")
     entries = autotune_gpu.tune_gpu(grid, progress, space=space, interpret=True)
+    assert progress.done == progress.total
     # The implementations race too, each that runs here in its interpreter
     # (Pallas Triton and Mosaic GPU; native Triton needs TRITON_INTERPRET=1).
     [race] = [e for e in entries if e.kernel == tuning.IMPLEMENTATION_KERNEL]
@@ -106,7 +107,15 @@ def test_gpu_sweep_in_interpret_mode(caches):
     assert set(times) == {name for name in GPU_IMPLEMENTATIONS
                           if gpu.status(name, interpret=True)[0]}
     assert "pallas" in times and race.config == {"name": min(times, key=times.get)}
-    entries = [e for e in entries if e is not race]
+    # Then the winner's merge path against its binary search, per skew.
+    [route] = [e for e in entries if e.kernel == tuning.GPU_ROUTE_KERNEL]
+    assert route.times["implementation"] == race.config["name"]
+    assert route.times["ratios"] == [1, 16, 256]
+    assert all(isinstance(t, float) for t in route.times["merge_s"] + route.times["bisect_s"])
+    assert route.config["bisect_ratio"] == autotune_grid.crossover(
+        [1, 16, 256], route.times["merge_s"], route.times["bisect_s"])
+    assert "bisect_ratio=" in autotune_gpu.gpu_table([route])
+    entries = [e for e in entries if e is not race and e is not route]
     # Each implementation's configs: Pallas Triton's under the kernel's name,
     # the others' under "<implementation>/<kernel>".
     kernels = ("merge_path", "binary_search")

@@ -26,7 +26,7 @@ from ...core.api import searchsorted
 from ..bench.format import fmt_count, fmt_x, format_table
 from ..bench.peers import Problem, make_inputs
 from ..bench.timing import Progress, measure_all
-from .grid import TuneGrid
+from .grid import TuneGrid, crossover, final_run_start
 
 # A candidate must beat the incumbent by this much to replace it, so that
 # noise on a shared machine does not flip a setting that has no effect.
@@ -53,29 +53,6 @@ def _kernel_call(kernel: str, ja: jax.Array, jv: jax.Array) -> Callable[[], Any]
                                   out_dtype=np.dtype(np.int32), threads=1,
                                   min_parallel=tuning.DEFAULT_CPU_CONFIG.min_parallel))
     return lambda: f(ja, jv)
-
-
-def _final_run_start(wins: Sequence[bool]) -> int:
-    """Index where the trailing run of wins starts (len(wins) when the last lost)."""
-    start = len(wins)
-    while start > 0 and wins[start - 1]:
-        start -= 1
-    return start
-
-
-def crossover(ratios: Sequence[float], base_s: Sequence[float], alt_s: Sequence[float]) -> float:
-    """The ratio above which the alternative kernel wins.
-
-    The alternative must win at every tested ratio from the crossover on; the
-    threshold sits halfway (in log space) between the last loss and the first
-    win. Never winning puts it one step past the largest ratio tried.
-    """
-    first_win = _final_run_start([a < b for a, b in zip(alt_s, base_s)])
-    step = ratios[1] / ratios[0] if len(ratios) > 1 else 2.0
-    if first_win == len(ratios):
-        return float(ratios[-1] * step)
-    below = ratios[first_win - 1] if first_win > 0 else ratios[0] / step
-    return float(math.sqrt(below * ratios[first_win]))
 
 
 def _sweep_skew(alt: str, size: int, dtype: str, ratios: Sequence[int], *, grid: TuneGrid,
@@ -135,7 +112,7 @@ def _min_parallel(sizes: Sequence[int], threads: Sequence[dict[str, float]]) -> 
     """
     if "1" not in threads[0]:  # a single core: nothing to choose
         return tuning.DEFAULT_CPU_CONFIG.min_parallel
-    first = _final_run_start([t["0"] < (1 - MARGIN) * t["1"] for t in threads])
+    first = final_run_start([t["0"] < (1 - MARGIN) * t["1"] for t in threads])
     if first == len(threads):
         return tuning.DEFAULT_CPU_CONFIG.min_parallel
     return sizes[0] if first == 0 else round(math.sqrt(sizes[first - 1] * sizes[first]))

@@ -4,7 +4,9 @@ Only where JAX runs on a GPU and the Pallas kernels import: sweeps
 ``jaxsearch.pallas_kernels.tuning_space()`` for each GPU implementation,
 kernel, dtype class and size, skipping configs that spill registers (each is
 compiled with spills fatal), fail to compile or give wrong results, and keeps
-the fastest; then races the implementations against each other.
+the fastest; then races the implementations against each other; then, for
+sorted needles, the merge path against binary search over N/M skews, for the
+ratio past which binary search serves them (``tuning.gpu_bisect_ratio``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ...pallas_kernels import BACKENDS, KernelKind, kernel_kind, tuning_space
 from ..bench.format import fmt_count, fmt_ms, fmt_x, format_table
 from ..bench.peers import Inputs, Problem, make_inputs
 from ..bench.timing import Measurement, Progress, matches, measure_all
-from .grid import TuneGrid
+from .grid import TuneGrid, crossover
 
 # Compiler options of every GPU config timed: a config whose kernel spills
 # registers fails to compile, and is left out, rather than timed.
@@ -63,8 +65,10 @@ def gpu_implementations(interpret: bool = False) -> list[str]:
 def gpu_steps(grid: TuneGrid, space: Sequence[Any], interpret: bool = False) -> int:
     """Progress steps of :func:`tune_gpu`."""
     kinds = {c.kind for c in space}
-    sweeps = len(kinds) * len(gpu_implementations(interpret)) + 1
-    return sweeps * len(grid.dtypes) * len(grid.gpu_sizes)
+    implementations = gpu_implementations(interpret)
+    sweeps = len(kinds) * len(implementations) + 1
+    routes = len(grid.ratios) if implementations else 0
+    return (sweeps + routes) * len(grid.dtypes) * len(grid.gpu_sizes)
 
 
 def tune_gpu(grid: TuneGrid, progress: Progress, *, space: Sequence[Any] | None = None,
@@ -99,6 +103,9 @@ def tune_gpu(grid: TuneGrid, progress: Progress, *, space: Sequence[Any] | None 
             entry = _race_gpu_implementations(dtype, size, grid=grid, interpret=interpret)
             entries += [entry] if entry else []
             progress.step()
+            if entry is not None:
+                entries.append(_sweep_gpu_route(entry.config["name"], dtype, size, grid=grid,
+                                                progress=progress, interpret=interpret))
     return entries
 
 
@@ -133,6 +140,35 @@ def _race_gpu_implementations(dtype: str, size: int, *, grid: TuneGrid,
                                for name, m in zip(names, measured)}})
 
 
+def _sweep_gpu_route(implementation: str, dtype: str, size: int, *, grid: TuneGrid,
+                     progress: Progress, interpret: bool) -> tuning.CacheEntry:
+    """`implementation`'s merge path against its binary search on sorted
+    needles, N = size and M = size / r for each skew r of the grid, each with
+    the configs the dispatch would give it: the crossover's entry (kernel
+    "route", config {"bisect_ratio": r})."""
+    merge_s, bisect_s = [], []
+    for r in grid.ratios:
+        progress.show(f"gpu route {implementation} {dtype} N={fmt_count(size)} 1:{r}")
+        x = make_inputs(Problem(size, max(1, size // r), dtype, True))
+        calls = [functools.partial(jax.jit(functools.partial(
+            gpu.search, side="left", order=order, out_dtype=np.dtype(np.int32),
+            implementation=implementation, interpret=interpret)), x.ja, x.jv)
+            for order in ("sorted", "any")]
+        merge, bisect = _measure_against_numpy(calls, x, grid)
+        merge_s.append(_outcome(merge))
+        bisect_s.append(_outcome(bisect))
+        progress.step()
+
+    def seconds(outcomes):  # a kernel that failed at a skew loses there
+        return [t if isinstance(t, float) else float("inf") for t in outcomes]
+
+    return tuning.CacheEntry(
+        tuning.GPU_ROUTE_KERNEL, tuning.dtype_class(dtype), {"n": size, "m": size},
+        {"bisect_ratio": crossover(grid.ratios, seconds(merge_s), seconds(bisect_s))},
+        {"ratios": list(grid.ratios), "merge_s": merge_s, "bisect_s": bisect_s,
+         "implementation": implementation})
+
+
 def _sweep_gpu_configs(implementation: str, kind: KernelKind, space: Sequence[Any],
                        dtype: str, size: int, *, grid: TuneGrid,
                        interpret: bool) -> tuning.CacheEntry | None:
@@ -165,6 +201,10 @@ def gpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
     """Summary of the chosen GPU configs against each kernel's heuristic default."""
     rows = []
     for e in entries:
+        if e.kernel == tuning.GPU_ROUTE_KERNEL:
+            rows.append([e.kernel, e.dtype, fmt_count(e.bucket["n"]),
+                         f"bisect_ratio={e.config['bisect_ratio']:.3g}", "-", "-", "-"])
+            continue
         if e.kernel == tuning.IMPLEMENTATION_KERNEL:
             best = e.times["implementations_s"][e.config["name"]]
             rows.append([e.kernel, e.dtype, fmt_count(e.bucket["n"]),
