@@ -225,6 +225,20 @@ def test_argument_checks(backend):
 
 @pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
 @pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
+def test_checked_kernel_runs_the_kernel_its_flag_picks():
+    """On needles out of order, where the merge path's answers differ from
+    binary search's, each flag gives its own kernel's answers exactly."""
+    rng = np.random.default_rng(5)
+    a = sample(rng, "float32", 700)
+    v = rng.permutation(sample(rng, "float32", 500))
+    for side in ("left", "right"):
+        merged, searched = (run(k, a, v, side, True) for k in ("merge_bisect", "binary"))
+        assert (merged != searched).any()  # the case tells the two apart
+        np.testing.assert_array_equal(run("checked_merge", a, v, side, True), merged)
+        np.testing.assert_array_equal(run("checked_binary", a, v, side, True), searched)
+
+
+@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
 def test_checked_kernel_argument_checks():
     checked = BACKENDS["pallas"].checked
     x = jnp.ones(8, jnp.float32)
