@@ -327,7 +327,12 @@ def _function(case: dict):
 
     if case["what"] == "canary":
         return _canary, [(case["size"],)]
-    if case["what"] in ("dispatch", "cumsum"):
+    if case["what"] == "checked":  # the checked kernel, its flag fixed
+        fn = functools.partial(
+            pk.BACKENDS["pallas"].checked, merging=int(case["merging"]), side=case["side"],
+            out_dtype=np.dtype(np.int32), merge_config=pk.MergePathConfig(**case["merge_config"]),
+            bisect_config=pk.BinarySearchConfig(**case["bisect_config"]))
+    elif case["what"] in ("dispatch", "cumsum"):
         search = jaxsearch.searchsorted if case["what"] == "dispatch" else \
             jaxsearch.searchsorted_cumsum
         fn = functools.partial(search, side=case["side"], sorted_v=case["sorted_v"],
@@ -407,10 +412,48 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
                               conditionals=len(re.findall(r" conditional\(", text)))
             launches = parse_launches(dump.name)
             mosaic = mosaic_resources(dump.name)
+            if verbose and case.get("sass"):
+                result["sass"] = disassemble(dump.name)
     if verbose:
         result["kernels"] = {name: {**resources, **launches.get(name, {})}
                              for name, resources in parse_ptxas(log["text"]).items()} | mosaic
     return result
+
+
+def nvidia_tool(name: str) -> str | None:
+    """The path of a CUDA tool (ptxas, nvdisasm): on PATH, else in the
+    nvidia wheels' bin folders (nvidia-cuda-nvcc-cu12, nvidia-cuda-nvdisasm)."""
+    if found := shutil.which(name):
+        return found
+    spec = importlib.util.find_spec("nvidia") if _importable("nvidia") else None
+    for root in (spec.submodule_search_locations if spec else []):
+        for path in sorted(Path(root).glob(f"*/bin/{name}")):
+            return str(path)
+    return None
+
+
+_SASS_FUNCTION = re.compile(r"^\s*\.section\s+\.text\.(\w+),", re.MULTILINE)
+
+
+def disassemble(dump_dir: str) -> dict[str, str]:
+    """Each kernel's SASS, by name: the PTX that XLA dumped, assembled for
+    sm_90a by ptxas and disassembled by nvdisasm; {} where either is missing."""
+    ptxas, nvdisasm = nvidia_tool("ptxas"), nvidia_tool("nvdisasm")
+    if ptxas is None or nvdisasm is None:
+        return {}
+    kernels = {}
+    for ptx in sorted(Path(dump_dir).glob("*.ptx")):
+        if not ptx.stat().st_size:
+            continue
+        cubin = ptx.with_suffix(".cubin")
+        subprocess.run([ptxas, "-arch=sm_90a", "-O3", str(ptx), "-o", str(cubin)], check=True,
+                       capture_output=True)
+        text = subprocess.run([nvdisasm, "-c", str(cubin)], check=True, capture_output=True,
+                              text=True).stdout
+        starts = list(_SASS_FUNCTION.finditer(text))
+        for this, after in zip(starts, starts[1:] + [None]):
+            kernels[this.group(1)] = text[this.start():after.start() if after else len(text)]
+    return kernels
 
 
 _NO_PALLAS_TRITON = "--without-pallas-triton"

@@ -1,0 +1,362 @@
+"""What each GPU kernel costs on an NVIDIA H200, estimated from its machine
+code, without a GPU.
+
+Each kernel the dispatch runs for the cases below is compiled for an H200 as
+the compile tier does (tests/helpers/h200.py: XLA's whole GPU pipeline for a
+device that need not be here); the PTX XLA dumps is assembled by ptxas for
+sm_90a and disassembled by nvdisasm (the `h200-compile` extra installs
+both). From the SASS, per kernel:
+
+* registers, threads per program, and programs resident per SM by compute
+  capability 9.0's limits (65,536 registers per SM, allocated per warp in
+  units of 256; 64 warps and 32 programs per SM);
+* its loops (backward branches), the instructions in each body, and the
+  global loads (LDG) and stores (STG) in each, with their widths;
+* the rounds of dependent global loads before the program's first store.
+
+Each kernel's loops, in the order they appear, are those of its algorithm
+(`PLANS`): the merge path's diagonal search (bit_length(min(N, M)) steps,
+two lanes active), the loop over its needle blocks (one when the promise
+holds) and the search inside a tile (bit_length(tile) steps); binary
+search's probes (bit_length(N) steps). A kernel whose loops are not laid out
+so is reported, not estimated. From the trip counts, for each case:
+
+* issue: warp-instructions over 132 SMs x 4 schedulers x 1.98 GHz, one
+  instruction per scheduler per cycle (masked-off lanes still issue);
+* memory: bytes from HBM at 4.3 TB/s (the H200's copy bandwidth): what the
+  kernel streams (the merge path: all of `a` and `v`, whose slices its
+  in-tile search reads, and the answers; binary search: `v` and the
+  answers), plus its random probes, one 32-byte sector per key read: at the
+  top 20 levels, which stay in the 50 MB L2 (2**20 sectors), each distinct
+  sector once (at most 2**level per level), below them every read;
+* latency: waves of resident programs times the load rounds before the
+  first store, 400 cycles a round (between L2's and HBM's latency);
+
+and the estimate is the largest of the three. The floor: N + M keys read and
+M int32 answers written at 4.3 TB/s (where N is far above M a search need
+not read all of `a`, and the estimate can fall below it). "before" is the kernel this project's
+dispatch ran before it routed by shape (the merge path for every sorted
+call); a checked call (sorted_v=None) adds its sortedness test, one read of
+`a` and `v`, before and after, and before it also a conditional that XLA
+decides on the host (not costed).
+
+    python bench/gpu_cost.py [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from helpers import h200  # noqa: E402  (tests/helpers/h200.py: the H200 and its worker)
+
+SMS, SCHEDULERS, CLOCK_HZ = 132, 4, 1.98e9
+BANDWIDTH = 4.3e12  # bytes/s
+L2_LEVELS = 20  # binary-search levels whose keys stay in L2
+SECTOR = 32  # bytes
+ROUND_CYCLES = 400
+REGISTERS_PER_SM, REGISTER_UNIT, WARPS_PER_SM, PROGRAMS_PER_SM = 65536, 256, 64, 32
+
+# The cases: (N, M, needles sorted).
+CASES = {"sorted, N = M = 1e8": (10**8, 10**8, True),
+         "unsorted, N = M = 1e8": (10**8, 10**8, False),
+         "sorted, N = 1e8, M = 1e3": (10**8, 10**3, True),
+         "sorted, N = 1e3, M = 1e8": (10**3, 10**8, True)}
+
+
+# ------------------------------------------------------------------ the SASS
+
+
+@dataclasses.dataclass
+class Loop:
+    """A loop of the SASS: its first and last instruction's address."""
+
+    start: int
+    end: int
+    depth: int = 0
+    instructions: int = 0  # in its own body, not counting inner loops'
+    loads: list[int] = dataclasses.field(default_factory=list)  # bytes per lane, each LDG
+    stores: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Sass:
+    """One kernel's SASS, read: its loops (in address order) and what lies
+    outside them."""
+
+    loops: list[Loop]
+    instructions: int  # outside every loop
+    loads: list[int]
+    stores: list[int]
+    rounds_before_store: list[int | None]  # per load before the first store: its loop, or None
+
+
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)
+_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
+_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def _width(op: str) -> int:
+    """Bytes per lane of an LDG or STG from its suffixes (32 bits by default)."""
+    return next((_WIDTH[part] for part in op.split(".")[1:] if part in _WIDTH), 4)
+
+
+def read_sass(text: str) -> Sass:
+    """The loops, instructions, loads and stores of one kernel's SASS."""
+    labels, instructions = {}, []
+    position = 0
+    for line in text.splitlines():
+        if label := _LABEL.match(line):
+            labels[label.group(1)] = position
+        elif found := _INSTRUCTION.search(line):
+            address, _, op, operands = found.groups()
+            instructions.append((int(address, 16), op, operands))
+            position = int(address, 16) + 16
+    loops = []
+    for address, op, operands in instructions:
+        target = _TARGET.search(operands)
+        if op.startswith("BRA") and target and labels.get(target.group(1), address + 1) < address:
+            loops.append(Loop(labels[target.group(1)], address))
+    loops.sort(key=lambda loop: (loop.start, -loop.end))
+    for loop in loops:
+        loop.depth = sum(1 for outer in loops if outer is not loop
+                         and outer.start <= loop.start and loop.end <= outer.end)
+    outside = Loop(-1, -1)
+    first_store = min((a for a, op, _ in instructions if op.startswith("STG")), default=None)
+    rounds = []
+    for address, op, _ in instructions:
+        inner = [lp for lp in loops if lp.start <= address <= lp.end]
+        home = max(inner, key=lambda lp: lp.depth) if inner else outside
+        home.instructions += 1
+        if op.startswith("LDG"):
+            home.loads.append(_width(op))
+            if first_store is None or address < first_store:
+                rounds.append(loops.index(home) if inner else None)
+        elif op.startswith("STG"):
+            home.stores.append(_width(op))
+    return Sass(loops, outside.instructions, outside.loads, outside.stores, rounds)
+
+
+# ------------------------------------------------------------------ the model
+
+
+def resident_programs(registers: int, threads: int) -> int:
+    """Programs per SM by compute capability 9.0's limits (no shared memory)."""
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+    by_registers = REGISTERS_PER_SM // (per_warp * warps) if per_warp else PROGRAMS_PER_SM
+    return max(0, min(PROGRAMS_PER_SM, WARPS_PER_SM // warps, by_registers))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedLoop:
+    """One loop of a kernel's algorithm: its name, depth, trip count per
+    trip of its parent (0 where the program does not run it), and, where it
+    probes memory at random, how many lanes of all programs probe and how
+    many keys each reads per step (the floor covers every other load)."""
+
+    name: str
+    depth: int
+    trips: int
+    probing_lanes: int = 0
+    loads_per_step: int = 0
+
+
+def _merge_loops(config, n, m, taken=True):
+    if config["method"] != "bisect":
+        return None  # the compare method's loops are not planned
+    programs = -(-(n + m) // config["tile"])
+    # Two lanes search the program's two diagonals, reading a key of `a` and
+    # one of `v` at each step.
+    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length() if taken else 0,
+                        2 * programs if taken else 0, 2),
+            PlannedLoop("needle blocks", 0, 1 if taken else 0),
+            PlannedLoop("search in the tile", 1, config["tile"].bit_length() if taken else 0)]
+
+
+def _binary_loops(config, n, m, taken=True):
+    del config
+    return [PlannedLoop("probes", 0, n.bit_length() if taken else 0, m if taken else 0, 1)]
+
+
+def plan(kernel: str, configs: dict, n: int, m: int, merging: bool) -> list[PlannedLoop] | None:
+    """The loops of `kernel` in address order, for one search (None: not planned)."""
+    if kernel == "merge_path_searchsorted":
+        return _merge_loops(configs["merge_path"], n, m)
+    if kernel == "binary_search_searchsorted":
+        return _binary_loops(configs["binary_search"], n, m)
+    if kernel == "checked_searchsorted":  # both bodies, the merge path's first
+        merge = _merge_loops(configs["merge_path"], n, m, merging)
+        return None if merge is None else merge + _binary_loops(None, n, m, not merging)
+    return None
+
+
+def programs_of(kernel: str, configs: dict, n: int, m: int, merging: bool) -> tuple[int, int]:
+    """(programs launched, programs that run the loops): the checked kernel
+    launches the larger grid of its two kinds, and only the programs of the
+    kind its flag picks search."""
+    merge = -(-(n + m) // configs["merge_path"]["tile"])
+    binary = -(-m // configs["binary_search"]["block"])
+    if kernel == "checked_searchsorted":
+        return max(merge, binary), merge if merging else binary
+    return (merge,) * 2 if kernel == "merge_path_searchsorted" else (binary,) * 2
+
+
+def _probe_sectors(lanes: int, steps: int) -> int:
+    """Sectors read from HBM by `lanes` searches of `steps` steps each: at a
+    level that stays in L2, each distinct sector once; below, every read."""
+    return sum(min(2**level, lanes) if level < L2_LEVELS else lanes for level in range(steps))
+
+
+def estimate(sass: Sass, loops: list[PlannedLoop], *, registers: int, threads: int,
+             programs: tuple[int, int], streamed_bytes: float) -> dict:
+    """The three bounds and the estimate, in seconds, and their inputs.
+    Every launched program is charged the code outside the loops (both
+    bodies of the checked kernel: an overestimate of a few percent); the
+    searching programs, the loops."""
+    trips = []
+    for i, loop in enumerate(sass.loops):  # a loop runs its trips per trip of its parents
+        outer = [trips[j] for j in range(i) if sass.loops[j].start <= loop.start
+                 and loop.end <= sass.loops[j].end]
+        trips.append(loops[i].trips * math.prod(outer))
+    launched, searching = programs
+    in_loops = sum(lp.instructions * t for lp, t in zip(sass.loops, trips))
+    warp_instructions = -(-threads // 32) * (launched * sass.instructions + searching * in_loops)
+    issue_s = warp_instructions / (SMS * SCHEDULERS * CLOCK_HZ)
+    probe_bytes = sum(_probe_sectors(lp.probing_lanes, lp.trips) * lp.loads_per_step * SECTOR
+                      for lp in loops)
+    memory_s = (streamed_bytes + probe_bytes) / BANDWIDTH
+    rounds = sum(trips[i] if i is not None else 1 for i in dict.fromkeys(sass.rounds_before_store))
+    resident = resident_programs(registers, threads)
+    waves = -(-searching // (SMS * resident)) if resident else math.inf
+    latency_s = waves * rounds * ROUND_CYCLES / CLOCK_HZ
+    return {"warp_instructions": warp_instructions, "probe_bytes": probe_bytes,
+            "load_rounds": rounds, "resident": resident, "issue_s": issue_s,
+            "memory_s": memory_s, "latency_s": latency_s,
+            "estimate_s": max(issue_s, memory_s, latency_s)}
+
+
+def streamed_bytes(kernel: str, n: int, m: int, merging: bool) -> int:
+    """The bytes a kernel reads and writes in order (float32 keys, int32
+    answers): the merge path all of `a` and `v`, binary search `v`, and
+    both their answers."""
+    merges = kernel == "merge_path_searchsorted" or (kernel == "checked_searchsorted"
+                                                     and merging)
+    return (n if merges else 0) * 4 + m * 8
+
+
+# ------------------------------------------------------------------ the run
+
+
+def _kernels(n: int, m: int, sorted_v: bool) -> dict[str, tuple[str, bool]]:
+    """The kernel the default call (sorted_v=None) runs, before routing by
+    shape and now, and whether it pays the sortedness test first."""
+    from jaxsearch.core import gpu
+
+    before = "merge_path_searchsorted" if sorted_v else "binary_search_searchsorted"
+    route = gpu.route("check", n, m, "float32", "pallas")
+    now = "checked_searchsorted" if route == "check" else "binary_search_searchsorted"
+    return {"before": (before, True), "now": (now, route == "check")}
+
+
+def _compile_case(kernel: str, configs: dict, merging: bool) -> dict:
+    """The worker's case for one kernel and its configs (at 4096 x 4096:
+    registers and loops do not depend on N and M)."""
+    base = {"implementation": "pallas", "dtype": "float32", "side": "left", "n": 4096,
+            "m": 4096, "batch": None, "sass": True}
+    if kernel == "checked_searchsorted":
+        return {**base, "what": "checked", "merging": merging,
+                "merge_config": configs["merge_path"], "bisect_config": configs["binary_search"]}
+    kind = "merge_path" if kernel == "merge_path_searchsorted" else "binary_search"
+    return {**base, "what": "config", "kind": kind, "config": configs[kind]}
+
+
+COLUMNS = ["case", "when", "kernel", "registers", "threads", "resident", "warp instr",
+           "probe MB", "issue ms", "memory ms", "latency ms", "check ms", "estimate ms",
+           "floor ms", "x floor"]
+
+
+def cost_rows() -> list[dict]:
+    """One row per case and kernel (before, now)."""
+    import jax.numpy as jnp
+
+    import jaxsearch.pallas_kernels as pk
+
+    rows = []
+    for name, (n, m, sorted_v) in CASES.items():
+        configs = {"merge_path": pk.default_merge_path_config(n, m, jnp.float32),
+                   "binary_search": pk.default_binary_search_config(n, m, jnp.float32)}
+        configs = {kind: dataclasses.asdict(config) for kind, config in configs.items()}
+        kernels = _kernels(n, m, sorted_v)
+        cases = [_compile_case(kernel, configs, sorted_v) for kernel, _ in kernels.values()]
+        floor_bytes = (n + m) * 4 + m * 4
+        for (when, (kernel, checks)), result in zip(kernels.items(), h200.run_worker(
+                cases, verbose=True)):
+            row = {"case": name, "when": when, "kernel": kernel, "floor ms": floor_bytes
+                   / BANDWIDTH * 1e3}
+            resources = result.get("kernels", {}).get(kernel, {})
+            row.update(registers=resources.get("registers"), threads=resources.get("threads"))
+            sass = read_sass(result.get("sass", {}).get(kernel, ""))
+            loops = plan(kernel, configs, n, m, sorted_v)
+            if not result["ok"] or loops is None or [lp.depth for lp in sass.loops] != \
+                    [lp.depth for lp in loops] or row["threads"] is None:
+                row["note"] = "not compiled" if not result["ok"] else "loops not as planned"
+                rows.append(row)
+                continue
+            found = estimate(sass, loops, registers=row["registers"], threads=row["threads"],
+                             programs=programs_of(kernel, configs, n, m, sorted_v),
+                             streamed_bytes=streamed_bytes(kernel, n, m, sorted_v))
+            check_s = (n + m) * 4 / BANDWIDTH if checks else 0.0
+            total = found["estimate_s"] + check_s
+            row.update({"resident": found["resident"],
+                        "warp instr": found["warp_instructions"],
+                        "probe MB": found["probe_bytes"] / 1e6,
+                        "issue ms": found["issue_s"] * 1e3, "memory ms": found["memory_s"] * 1e3,
+                        "latency ms": found["latency_s"] * 1e3, "check ms": check_s * 1e3,
+                        "estimate ms": total * 1e3, "x floor": total * 1e3 / row["floor ms"],
+                        "loops": [dataclasses.asdict(lp) | {"plan": planned.name}
+                                  for lp, planned in zip(sass.loops, loops)]})
+            rows.append(row)
+    return rows
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python bench/gpu_cost.py",
+        description="The cost of each GPU kernel on an H200, estimated from its SASS, "
+                    "compiled without a GPU.")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args(argv)
+    missing = h200.missing_wheels() or (None if h200.nvidia_tool("nvdisasm") else
+                                        "nvdisasm is missing: pip install nvidia-cuda-nvdisasm")
+    if missing:
+        print(f"gpu_cost: {missing}", file=sys.stderr)
+        return 2
+    rows = cost_rows()
+    table = [[_cell(row.get(c)) for c in COLUMNS] + [row.get("note", "")] for row in rows]
+    widths = [max(len(str(x)) for x in column) for column in zip(COLUMNS + [""], *table)]
+    for line in [COLUMNS + [""], *table]:
+        print("  ".join(str(x).rjust(w) for x, w in zip(line, widths)).rstrip())
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
