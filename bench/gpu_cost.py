@@ -15,10 +15,11 @@ both). From the SASS, per kernel:
 * the rounds of dependent global loads before the program's first store.
 
 Each kernel's loops, in the order they appear, are those of its algorithm
-(`PLANS`): the merge path's diagonal search (bit_length(min(N, M)) steps,
-two lanes active), the loop over its needle blocks (one when the promise
-holds) and the search inside a tile (bit_length(tile) steps); binary
-search's probes (bit_length(N) steps). A kernel whose loops are not laid out
+(`plan`): the diagonal search (bit_length(min(N, M)) steps) of the
+partition pass, one lane per tile boundary, or of each merge program, two
+lanes active; the merge program's loop over its needle blocks (one when
+the promise holds) and its search inside a tile (bit_length(tile) steps);
+binary search's probes (bit_length(N) steps). A kernel whose loops are not laid out
 so is reported, not estimated. From the trip counts, for each case:
 
 * issue: warp-instructions over 132 SMs x 4 schedulers x 1.98 GHz, one
@@ -34,11 +35,12 @@ so is reported, not estimated. From the trip counts, for each case:
 
 and the estimate is the largest of the three. The floor: N + M keys read and
 M int32 answers written at 4.3 TB/s (where N is far above M a search need
-not read all of `a`, and the estimate can fall below it). "before" is the kernel this project's
-dispatch ran before it routed by shape (the merge path for every sorted
-call); a checked call (sorted_v=None) adds its sortedness test, one read of
-`a` and `v`, before and after, and before it also a conditional that XLA
-decides on the host (not costed).
+not read all of `a`, and the estimate can fall below it). "before" is what
+this project's dispatch ran before it routed by shape and partitioned once
+(the merge path, each program searching its own boundaries, for every
+sorted call); a checked call (sorted_v=None) adds its sortedness test, one
+read of `a` and `v`, before and after, and before it also a conditional
+that XLA decides on the host (not costed).
 
     python bench/gpu_cost.py [--json FILE]
 """
@@ -175,11 +177,19 @@ def _merge_loops(config, n, m, taken=True):
         return None  # the compare method's loops are not planned
     programs = -(-(n + m) // config["tile"])
     # Two lanes search the program's two diagonals, reading a key of `a` and
-    # one of `v` at each step.
-    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length() if taken else 0,
-                        2 * programs if taken else 0, 2),
-            PlannedLoop("needle blocks", 0, 1 if taken else 0),
-            PlannedLoop("search in the tile", 1, config["tile"].bit_length() if taken else 0)]
+    # one of `v` at each step (where the partition pass has not).
+    partition = [] if config["partition"] == "once" else [
+        PlannedLoop("diagonal search", 0, min(n, m).bit_length() if taken else 0,
+                    2 * programs if taken else 0, 2)]
+    return partition + [
+        PlannedLoop("needle blocks", 0, 1 if taken else 0),
+        PlannedLoop("search in the tile", 1, config["tile"].bit_length() if taken else 0)]
+
+
+def _partition_loops(config, n, m):
+    # A lane per tile boundary, a key of `a` and one of `v` at each step.
+    boundaries = -(-(n + m) // config["tile"]) + 1
+    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length(), boundaries, 2)]
 
 
 def _binary_loops(config, n, m, taken=True):
@@ -189,6 +199,8 @@ def _binary_loops(config, n, m, taken=True):
 
 def plan(kernel: str, configs: dict, n: int, m: int, merging: bool) -> list[PlannedLoop] | None:
     """The loops of `kernel` in address order, for one search (None: not planned)."""
+    if kernel == "merge_path_partition":
+        return _partition_loops(configs["merge_path"], n, m)
     if kernel == "merge_path_searchsorted":
         return _merge_loops(configs["merge_path"], n, m)
     if kernel == "binary_search_searchsorted":
@@ -205,6 +217,8 @@ def programs_of(kernel: str, configs: dict, n: int, m: int, merging: bool) -> tu
     kind its flag picks search."""
     merge = -(-(n + m) // configs["merge_path"]["tile"])
     binary = -(-m // configs["binary_search"]["block"])
+    if kernel == "merge_path_partition":  # 128 boundaries per program
+        return (-(-(merge + 1) // 128),) * 2
     if kernel == "checked_searchsorted":
         return max(merge, binary), merge if merging else binary
     return (merge,) * 2 if kernel == "merge_path_searchsorted" else (binary,) * 2
@@ -247,7 +261,9 @@ def estimate(sass: Sass, loops: list[PlannedLoop], *, registers: int, threads: i
 def streamed_bytes(kernel: str, n: int, m: int, merging: bool) -> int:
     """The bytes a kernel reads and writes in order (float32 keys, int32
     answers): the merge path all of `a` and `v`, binary search `v`, and
-    both their answers."""
+    both their answers; the partition pass, only its splits."""
+    if kernel == "merge_path_partition":
+        return 0
     merges = kernel == "merge_path_searchsorted" or (kernel == "checked_searchsorted"
                                                      and merging)
     return (n if merges else 0) * 4 + m * 8
@@ -294,38 +310,60 @@ def cost_rows() -> list[dict]:
     for name, (n, m, sorted_v) in CASES.items():
         configs = {"merge_path": pk.default_merge_path_config(n, m, jnp.float32),
                    "binary_search": pk.default_binary_search_config(n, m, jnp.float32)}
-        configs = {kind: dataclasses.asdict(config) for kind, config in configs.items()}
+        now = {kind: dataclasses.asdict(config) for kind, config in configs.items()}
+        # Before: each merge program searched its own boundaries.
+        before = {**now, "merge_path": {**now["merge_path"], "partition": "per_program"}}
         kernels = _kernels(n, m, sorted_v)
-        cases = [_compile_case(kernel, configs, sorted_v) for kernel, _ in kernels.values()]
+        configs_of = {"before": before, "now": now}
+        cases = [_compile_case(kernel, configs_of[when], sorted_v)
+                 for when, (kernel, _) in kernels.items()]
         floor_bytes = (n + m) * 4 + m * 4
         for (when, (kernel, checks)), result in zip(kernels.items(), h200.run_worker(
                 cases, verbose=True)):
+            configs = configs_of[when]
             row = {"case": name, "when": when, "kernel": kernel, "floor ms": floor_bytes
                    / BANDWIDTH * 1e3}
-            resources = result.get("kernels", {}).get(kernel, {})
-            row.update(registers=resources.get("registers"), threads=resources.get("threads"))
-            sass = read_sass(result.get("sass", {}).get(kernel, ""))
-            loops = plan(kernel, configs, n, m, sorted_v)
-            if not result["ok"] or loops is None or [lp.depth for lp in sass.loops] != \
-                    [lp.depth for lp in loops] or row["threads"] is None:
+            # The search's kernels in order: the partition pass first, where it runs.
+            names = [k for k in ("merge_path_partition", kernel) if k in result.get("sass", {})]
+            parts = [_kernel_cost(name, result, configs, n, m, sorted_v) for name in names]
+            if not result["ok"] or kernel not in names or any("note" in p for p in parts):
                 row["note"] = "not compiled" if not result["ok"] else "loops not as planned"
                 rows.append(row)
                 continue
-            found = estimate(sass, loops, registers=row["registers"], threads=row["threads"],
-                             programs=programs_of(kernel, configs, n, m, sorted_v),
-                             streamed_bytes=streamed_bytes(kernel, n, m, sorted_v))
             check_s = (n + m) * 4 / BANDWIDTH if checks else 0.0
-            total = found["estimate_s"] + check_s
-            row.update({"resident": found["resident"],
-                        "warp instr": found["warp_instructions"],
-                        "probe MB": found["probe_bytes"] / 1e6,
-                        "issue ms": found["issue_s"] * 1e3, "memory ms": found["memory_s"] * 1e3,
-                        "latency ms": found["latency_s"] * 1e3, "check ms": check_s * 1e3,
-                        "estimate ms": total * 1e3, "x floor": total * 1e3 / row["floor ms"],
-                        "loops": [dataclasses.asdict(lp) | {"plan": planned.name}
-                                  for lp, planned in zip(sass.loops, loops)]})
+            total = sum(p["estimate_s"] for p in parts) + check_s
+            main = parts[-1]
+            row.update({"kernel": " + ".join(names), "registers": main["registers"],
+                        "threads": main["threads"], "resident": main["resident"],
+                        "warp instr": sum(p["warp_instructions"] for p in parts),
+                        "probe MB": sum(p["probe_bytes"] for p in parts) / 1e6,
+                        "issue ms": sum(p["issue_s"] for p in parts) * 1e3,
+                        "memory ms": sum(p["memory_s"] for p in parts) * 1e3,
+                        "latency ms": sum(p["latency_s"] for p in parts) * 1e3,
+                        "check ms": check_s * 1e3, "estimate ms": total * 1e3,
+                        "x floor": total * 1e3 / row["floor ms"], "parts": parts})
             rows.append(row)
     return rows
+
+
+def _kernel_cost(name: str, result: dict, configs: dict, n: int, m: int,
+                 merging: bool) -> dict:
+    """One compiled kernel's estimate (with its resources and loops), or a
+    note where its loops are not those of its plan."""
+    resources = result.get("kernels", {}).get(name, {})
+    sass = read_sass(result["sass"][name])
+    loops = plan(name, configs, n, m, merging)
+    if loops is None or resources.get("threads") is None or \
+            [lp.depth for lp in sass.loops] != [lp.depth for lp in loops]:
+        return {"kernel": name, "note": "loops not as planned"}
+    found = estimate(sass, loops, registers=resources["registers"],
+                     threads=resources["threads"],
+                     programs=programs_of(name, configs, n, m, merging),
+                     streamed_bytes=streamed_bytes(name, n, m, merging))
+    return {"kernel": name, "registers": resources["registers"],
+            "threads": resources["threads"], **found,
+            "loops": [dataclasses.asdict(lp) | {"plan": planned.name}
+                      for lp, planned in zip(sass.loops, loops)]}
 
 
 def _cell(value) -> str:

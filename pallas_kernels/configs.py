@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 MERGE_METHODS = ("bisect", "compare")
+MERGE_PARTITIONS = ("once", "per_program")
 
 
 def _check_pow2(name, value):
@@ -40,6 +41,12 @@ class MergePathConfig:
       chunk: elements of `a` per compare step; 'compare' only (None otherwise).
       num_warps: Triton warps per program.
       num_stages: Triton software-pipelining stages.
+      partition: where each program's slices of `a` and `v` come from:
+        'once', a pass before the merge finds every tile boundary's split,
+        one lane per boundary, and each program reads its two; or
+        'per_program', each program searches its own two boundaries (two
+        lanes searching while the others wait). Pallas Triton's kernels
+        only: the other backends search per program whatever it says.
     """
 
     kind: ClassVar[str] = "merge_path"  # its `KernelKind`'s name
@@ -49,11 +56,15 @@ class MergePathConfig:
     chunk: int | None = None
     num_warps: int = 4
     num_stages: int = 1
+    partition: str = "once"
 
     def __post_init__(self):
         _check_pow2("tile", self.tile)
         if self.method not in MERGE_METHODS:
             raise ValueError(f"method must be one of {MERGE_METHODS}, got {self.method!r}")
+        if self.partition not in MERGE_PARTITIONS:
+            raise ValueError(f"partition must be one of {MERGE_PARTITIONS}, "
+                             f"got {self.partition!r}")
         if self.method == "compare":
             _check_pow2("chunk", self.chunk)
             if self.chunk > self.tile:
@@ -164,6 +175,13 @@ def tuning_space():
     space = [
         MergePathConfig(tile=tile, method="bisect", num_warps=warps)
         for tile, warps in _MERGE_BISECT_LAUNCHES
+    ]
+    # The kernel before the partition pass, at the defaults' launches, so
+    # that a GPU's autotune races the two.
+    space += [
+        MergePathConfig(tile=tile, method="bisect", num_warps=min(tile // 64, 16),
+                        partition="per_program")
+        for tile in (256, 512, 1024, 2048)
     ]
     space += [
         MergePathConfig(

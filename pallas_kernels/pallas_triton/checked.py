@@ -21,8 +21,9 @@ from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, MergePathCo
 from . import _common, binary_search, merge_path
 
 
-def _checked_kernel(flag_ref, a_ref, v_ref, o_ref, *, merge, merge_programs, bisect,
-                    bisect_programs):
+def _checked_kernel(flag_ref, *refs, merge, merge_programs, bisect, bisect_programs):
+    # refs: the merge path's operands (its splits, where it partitions
+    # first, then a and v), then the output.
     merging = jnp.max(flag_ref[...]) != 0
     # Read here, not in the branches: Pallas' interpreter replaces the
     # program id at the kernel's top level only.
@@ -30,11 +31,11 @@ def _checked_kernel(flag_ref, a_ref, v_ref, o_ref, *, merge, merge_programs, bis
 
     @pl.when(merging & (program < merge_programs))
     def _():
-        merge(program, a_ref, v_ref, o_ref)
+        merge(program, *refs)
 
     @pl.when((~merging) & (program < bisect_programs))
     def _():
-        bisect(program, a_ref, v_ref, o_ref)
+        bisect(program, *refs[-3:])
 
 
 @functools.partial(jax.jit, static_argnames=("side", "out_dtype", "merge_config",
@@ -85,8 +86,7 @@ def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
     return _common.launch(
         kernel,
         jnp.asarray(merging, jnp.int32).reshape(1),
-        a,
-        v,
+        *merge_path.operands(a, v, merge_config, side, interpret),
         out_dtype=out_dtype,
         grid=max(merge_programs, bisect_programs),
         # The larger of the two: each program's body was laid out for its own.

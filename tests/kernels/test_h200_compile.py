@@ -65,7 +65,10 @@ def test_spills_fail_the_compile(compiled):
 @needs_wheels
 @pytest.mark.parametrize("case", CONFIG_CASES, ids=h200.case_id)
 def test_tuning_config_compiles_without_spilling(compiled, case):
-    assert _result(compiled, case)["kernel_calls"] == 1
+    """No spill; a merge path that partitions first is two kernels."""
+    config = case["config"]
+    partitions = case["kind"] == "merge_path" and config["partition"] == "once"
+    assert _result(compiled, case)["kernel_calls"] == 1 + partitions
 
 
 @needs_wheels
@@ -75,20 +78,28 @@ def test_dispatch_compiles_to_gpu_kernels(compiled, case):
     search, or for the checked call the checked kernel (both behind a flag
     read on the device; few sorted needles take binary search unchecked)."""
     result = _result(compiled, case)
-    assert result["kernel_calls"] == _searches(case)
+    kernels, conditionals = _search_kernels(case)
+    assert result["kernel_calls"] == kernels
     # The checked call decides on the device where the backend has a checked
     # kernel: no conditional, whose predicate XLA reads back on the host.
-    assert result["conditionals"] == (_searches(case) - 1), result
+    assert result["conditionals"] == conditionals, result
 
 
-def _searches(case):
-    """The kernels a call compiles to: one, or two behind lax.cond where the
-    call is checked and the backend has no checked kernel."""
+def _search_kernels(case):
+    """The GPU kernels one search of a call compiles to, and its
+    conditionals: as the route gives it, the merge path's partition pass
+    before it where it merges (Pallas Triton's default configs partition
+    once), two kernels behind lax.cond where the call is checked and the
+    backend has no checked kernel."""
     implementation = case["implementation"] or "pallas"
-    if case["sorted_v"] is not None or pk.BACKENDS[implementation].checked is not None:
-        return 1
-    order = gpu.route("check", case["n"], case["m"], jnp.dtype(case["dtype"]), implementation)
-    return 2 if order == "check" else 1
+    n, m, dtype = case["n"], case["m"], jnp.dtype(case["dtype"])
+    order = gpu.route({True: "sorted", False: "any", None: "check"}[case["sorted_v"]], n, m,
+                      dtype, implementation)
+    partitions = int(order != "any" and implementation == "pallas"
+                     and pk.default_merge_path_config(n, m, dtype).partition == "once")
+    if order == "check" and pk.BACKENDS[implementation].checked is None:
+        return 2 + partitions, 1
+    return 1 + partitions, 0
 
 
 @needs_wheels
@@ -98,7 +109,7 @@ def test_cumsum_compiles_to_gpu_kernels(compiled, case):
     float32 sum is compensated (a high and a low part), searched twice."""
     calls = _result(compiled, case)["kernel_calls"]
     searches = 2 if case["dtype"] == "float32" else 1
-    assert calls == searches * _searches(case)
+    assert calls == searches * _search_kernels(case)[0]
 
 
 SIZES = [1, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 2**31]

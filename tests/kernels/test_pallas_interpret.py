@@ -51,6 +51,9 @@ if PALLAS:
     merge, binary = (BACKENDS["pallas"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
     KERNELS.update(
         merge_bisect=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
+        merge_per_program=functools.partial(
+            merge, config=pk.MergePathConfig(tile=128, partition="per_program")
+        ),
         merge_compare=functools.partial(
             merge, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
         ),
@@ -272,6 +275,7 @@ def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
         dict(method="compare", chunk=256, tile=128),
         dict(num_warps=3),
         dict(num_stages=0),
+        dict(partition="twice"),
     ],
 )
 def test_config_validation(bad):

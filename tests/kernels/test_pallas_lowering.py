@@ -30,20 +30,26 @@ pytestmark = pytest.mark.filterwarnings(
 N, M = 1000, 777  # Ragged against every tile and block size.
 
 
-def check_lowering(fn, a, v, *, grid, num_warps, num_stages):
-    """Lowers for CUDA and checks the one Triton call it must contain."""
-    [call] = triton_calls(lower_for_cuda(fn, a, v))
-    config = backend_config(call)
+def check_lowering(fn, a, v, *, grid, config):
+    """Lowers for CUDA and checks the Triton calls it must contain: the
+    search's, after the merge path's partition pass where `config` has one
+    (verified too); returns the search's Triton IR."""
+    *passes, call = triton_calls(lower_for_cuda(fn, a, v))
+    assert len(passes) == (config.kind == "merge_path" and config.partition == "once")
+    search = backend_config(call)
 
     def i32(name):
-        return ir.IntegerAttr(config[name]).value
+        return ir.IntegerAttr(search[name]).value
 
     assert (i32("grid_x"), i32("grid_y"), i32("grid_z")) == grid
-    assert i32("num_warps") == num_warps
-    assert i32("num_stages") == num_stages
+    assert i32("num_warps") == config.num_warps
+    assert i32("num_stages") == config.num_stages
     if triton_dialect is None:
         pytest.skip("jaxlib has no Triton dialect bindings to verify the IR")
-    text = verified_triton_module(ir.StringAttr(config["ir"]).value_bytes)
+    for op in passes:
+        text = verified_triton_module(ir.StringAttr(backend_config(op)["ir"]).value_bytes)
+        assert "tt.func" in text and "tt.store" in text
+    text = verified_triton_module(ir.StringAttr(search["ir"]).value_bytes)
     assert "tt.func" in text and "tt.store" in text
     return text
 
@@ -69,8 +75,7 @@ def test_every_tuning_config_lowers(config):
             a,
             v,
             grid=(programs(config), 1, 1),
-            num_warps=config.num_warps,
-            num_stages=config.num_stages,
+            config=config,
         )
 
 
@@ -100,8 +105,7 @@ def test_dtypes_lower(config, dtype):
             a,
             v,
             grid=(programs(config), 1, 1),
-            num_warps=config.num_warps,
-            num_stages=config.num_stages,
+            config=config,
         )
     # Loop counters stay 32-bit under x64 too (the sizes fit in int32).
     loops = [line for line in text.splitlines() if "scf.for" in line]
@@ -119,8 +123,7 @@ def test_vmap_lowers_to_a_batch_grid_axis(config):
         a,
         v,
         grid=(programs(config), batch, 1),
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
+        config=config,
     )
     # Unbatched `a`: still one launch, no copy of `a` per batch row.
     a = jax.ShapeDtypeStruct((N,), jnp.float32)
@@ -129,8 +132,7 @@ def test_vmap_lowers_to_a_batch_grid_axis(config):
         a,
         v,
         grid=(programs(config), batch, 1),
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
+        config=config,
     )
 
 
@@ -147,8 +149,7 @@ def test_default_configs_lower_for_large_inputs():
             a,
             a,
             grid=(programs(config, n, m), 1, 1),
-            num_warps=config.num_warps,
-            num_stages=config.num_stages,
+            config=config,
         )
 
 
@@ -164,8 +165,7 @@ def test_64_bit_indices_lower(config):
             a,
             v,
             grid=(programs(config, n, m), 1, 1),
-            num_warps=config.num_warps,
-            num_stages=config.num_stages,
+            config=config,
         )
     assert "tt.get_program_id x : i32" in text and "arith.extsi" in text
     # Without x64, answers that fit in int32: the merge path refuses where
@@ -178,7 +178,7 @@ def test_64_bit_indices_lower(config):
         return
     text = check_lowering(kernel_for(config, "right"), longest, v,
                           grid=(programs(config, 2**31 - 1, m), 1, 1),
-                          num_warps=config.num_warps, num_stages=config.num_stages)
+                          config=config,)
     assert "arith.extsi" not in text
     with pytest.raises(ValueError, match="jax_enable_x64"):
         lower_for_cuda(kernel_for(config, "right"), v, longest)

@@ -96,4 +96,6 @@ def test_every_kernel_of_every_case_is_estimated(capsys):
     few = by["sorted, N = 1e8, M = 1e3", "now"]
     assert few["kernel"] == "binary_search_searchsorted" and few["check ms"] == 0
     assert few["estimate ms"] < by["sorted, N = 1e8, M = 1e3", "before"]["estimate ms"]
-    assert by["sorted, N = M = 1e8", "now"]["kernel"] == "checked_searchsorted"
+    assert by["sorted, N = M = 1e8", "now"]["kernel"] == \
+        "merge_path_partition + checked_searchsorted"
+    assert by["sorted, N = M = 1e8", "before"]["kernel"] == "merge_path_searchsorted"
