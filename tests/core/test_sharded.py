@@ -191,10 +191,10 @@ def test_cuda_lowering_keeps_the_partitioning():
     custom_partitioning call with Shardy's rule (a's keys a reduction factor),
     and the per-device function the partition rule gives, lowered for cuda,
     runs the Triton kernels on each device's pieces (1000 keys of 8000 when
-    `a` is split 8 ways; 8 x 64 needles when `v` is) in one checked kernel
-    per device (sorted_v=None: the device's sortedness test read by the
-    kernel, no lax.cond), and no collective but the all-reduce when `a` is
-    split."""
+    `a` is split 8 ways; 8 x 64 needles when `v` is): the merge path's
+    partition pass and one checked kernel per device (sorted_v=None: the
+    device's sortedness test read by the kernel, no lax.cond), and no
+    collective but the all-reduce when `a` is split."""
     run = run_python("-c", CUDA_PARTITIONING, timeout=600, env=EIGHT_DEVICES)
     assert run.returncode == 0, run.stderr[-4000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
@@ -207,7 +207,7 @@ def test_cuda_lowering_keeps_the_partitioning():
         assert r["rule"].startswith("#sdy.op_sharding_rule<([i], [j, k])->([j, k])"), r["rule"]
         assert "reduction={i}" in r["rule"], r["rule"]
         assert r["conds"] == 0 and r["other_collectives"] == 0, (name, r)
-        assert r["kernels"] == 1, r  # the checked kernel: its flag picks the kind
+        assert r["kernels"] == 2, r  # the partition pass, then the checked kernel
     a_split, v_split, both = (report[k] for k in ("a split", "v split on dim 1",
                                                    "a on x, v on y"))
     assert a_split["all_reduces"] == 1 and both["all_reduces"] == 1

@@ -95,9 +95,11 @@ def _attribute(line: str, name: str) -> int | None:
 def served(f, *args, platform: str | None = None) -> Served:
     """What `jax.jit(f)(*args)` runs, read from its lowering (for `platform`
     when given: "tpu", "cuda"... lower on this machine without one)."""
-    traced = jax.jit(f).trace(*args)
-    lowered = (on_abstract_gpu_if_needed(lambda: traced.lower(lowering_platforms=(platform,)))
-               if platform else traced.lower())
+    if platform:  # traced and lowered on an abstract GPU where jax wants one
+        lowered = on_abstract_gpu_if_needed(
+            lambda: jax.jit(f).trace(*args).lower(lowering_platforms=(platform,)))
+    else:
+        lowered = jax.jit(f).trace(*args).lower()
     text = lowered.as_text(debug_info=True)
     calls = set()
     for match in _CALL.finditer(text):
