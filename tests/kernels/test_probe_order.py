@@ -8,13 +8,14 @@ backend's interpreter (native Triton's needs torch), on a few small shapes
 (each shape is a compile).
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.served import served
 
 import jaxsearch
 from jaxsearch.core import gpu
+from jaxsearch.pallas_kernels import BACKENDS
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -68,12 +69,17 @@ def test_unsorted_a_gives_jnps_answers(implementation, case, side, sorted_v):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_sorted_inputs_still_merge(implementation):
     """On sorted a and v the default call still takes the merge path: the
-    order test lets it through (and it answers as jnp)."""
+    order test lets it through (and it answers as jnp). The program holds
+    both kinds: behind lax.cond, or in a checked kernel whose flag is the
+    order test's."""
     rng = np.random.default_rng(1)
     a = np.sort(rng.normal(size=150)).astype(np.float32)
     v = np.sort(rng.normal(size=129)).astype(np.float32)
     found = jaxsearch.searchsorted(a, v, implementation=implementation)
     np.testing.assert_array_equal(np.asarray(found), np.asarray(jnp.searchsorted(a, v)))
-    text = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, implementation=implementation)) \
-        .lower(a, v).as_text(debug_info=True)
-    assert "merge_path" in text and "binary_search" in text  # both branches of the cond
+    assert bool(gpu.both_sorted(jnp.asarray(a), jnp.asarray(v)))
+    kinds = {kind for _, kind in served(
+        lambda a, v: jaxsearch.searchsorted(a, v, implementation=implementation), a, v
+    ).gpu_kernels}
+    checked = BACKENDS[implementation].checked is not None
+    assert kinds == ({"checked"} if checked else {"merge_path", "binary_search"})
