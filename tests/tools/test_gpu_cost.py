@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 from helpers import h200
 
@@ -89,6 +90,13 @@ def test_every_kernel_of_every_case_is_estimated(capsys):
     its plan has them, and the routes the estimate names."""
     rows = gpu_cost.cost_rows()
     assert {row["case"] for row in rows} == set(gpu_cost.CASES)
+    if not jax.__version__.startswith("0.10."):
+        # The plans were read from jax 0.10's SASS; jax 0.12's Triton lays
+        # out at least one kernel's loops otherwise (CI, 2026-12-02): there
+        # the script must refuse to estimate, never guess.
+        for row in rows:
+            assert row.get("note") == "loops not as planned" or row["estimate ms"] > 0, row
+        pytest.skip(f"jax {jax.__version__}: the loop plans follow jax 0.10's SASS")
     for row in rows:
         assert "note" not in row, row
         assert row["estimate ms"] > 0 and row["resident"] > 0, row
