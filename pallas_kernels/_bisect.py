@@ -91,9 +91,14 @@ def probe_search(load_a, lo, hi, v_key, *, steps, side):
     return repeat(steps, step, (lo, hi))[1]
 
 
-def diagonal_split(load_a, load_v, n, m, diag, *, side):
+def diagonal_split(load_a, load_v, n, m, diag, *, side, steps=None):
     """How many elements of `a` (length n) the first `diag` elements of the
-    merge of `a` and `v` (length m) hold; per lane, or a scalar `diag`."""
+    merge of `a` and `v` (length m) hold; per lane, or a scalar `diag`.
+
+    `n` and `m` may be traced (a slice of each, read through the loads) if
+    `steps` is given: bit_length(min(n, m)) steps resolve every lane, and
+    fewer still keep the split in [max(diag - m, 0), min(diag, n)].
+    """
 
     def goes_right(i, active):
         # a[i] against v[diag - 1 - i]: along a diagonal, true then false.
@@ -101,4 +106,5 @@ def diagonal_split(load_a, load_v, n, m, diag, *, side):
 
     lo = jnp.maximum(diag - m, 0)
     hi = jnp.minimum(diag, n)
-    return bisect(lo, hi, min(n, m).bit_length(), goes_right)
+    steps = min(n, m).bit_length() if steps is None else steps
+    return bisect(lo, hi, steps, goes_right)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import ClassVar
 
-MERGE_METHODS = ("bisect", "compare")
+MERGE_METHODS = ("bisect", "compare", "serial")
 MERGE_PARTITIONS = ("once", "per_program")
 
 
@@ -37,8 +37,15 @@ class MergePathConfig:
       method: how a program resolves its needles against its slice of `a`:
         'bisect', a binary search per needle inside the slice (log2(tile)
         gathers per needle), or 'compare', a needles x chunk compare matrix per
-        chunk of the slice (O(tile) compares per needle: for small tiles).
+        chunk of the slice (O(tile) compares per needle: for small tiles),
+        or 'serial', the tile cut into runs of `items` merged elements, one
+        lane each, which finds where its run starts and ends (two searches
+        of log2(tile) steps) and merges it, one element per step: every
+        lane busy whatever the mix of `a` and `v`, and O(1) work per
+        element. Pallas Triton's kernels only: the other backends bisect
+        where it says 'serial'.
       chunk: elements of `a` per compare step; 'compare' only (None otherwise).
+      items: merged elements per lane; 'serial' only (None otherwise).
       num_warps: Triton warps per program.
       num_stages: Triton software-pipelining stages.
       partition: where each program's slices of `a` and `v` come from:
@@ -57,6 +64,7 @@ class MergePathConfig:
     num_warps: int = 4
     num_stages: int = 1
     partition: str = "once"
+    items: int | None = None
 
     def __post_init__(self):
         _check_pow2("tile", self.tile)
@@ -71,6 +79,12 @@ class MergePathConfig:
                 raise ValueError(f"chunk {self.chunk} exceeds tile {self.tile}")
         elif self.chunk is not None:
             raise ValueError("chunk applies to method='compare' only")
+        if self.method == "serial":
+            _check_pow2("items", self.items)
+            if self.items > self.tile:
+                raise ValueError(f"items {self.items} exceeds tile {self.tile}")
+        elif self.items is not None:
+            raise ValueError("items applies to method='serial' only")
         _check_launch(self.num_warps, self.num_stages)
 
 
@@ -190,6 +204,12 @@ def tuning_space():
         for tile, chunk in ((128, 32), (256, 16), (256, 32), (512, 16))
         for warps in (4, 8)
         for stages in (1, 3)
+    ]
+    # The serial merge, one lane per thread, at (tile, num_warps) launches of
+    # the list above: the other backends bisect where it says 'serial'.
+    space += [
+        MergePathConfig(tile=tile, method="serial", items=items, num_warps=warps)
+        for tile, items, warps in ((1024, 8, 4), (2048, 16, 4), (4096, 16, 8))
     ]
     space += [
         BinarySearchConfig(block=block, num_warps=warps)

@@ -191,7 +191,7 @@ class _Launch:
         if self.kind is MERGE_PATH:
             return -(-(n + m) // config.tile), {
                 "TILE": config.tile,
-                "BISECT": config.method == "bisect",
+                "BISECT": config.method != "compare",  # "serial" is Pallas Triton's
                 "CHUNK": config.chunk,
                 "DIAG_STEPS": min(n, m).bit_length(),
                 "LEFT": left,

@@ -29,6 +29,7 @@ DTYPES = [
 SAMPLE_CONFIGS = [
     MergePathConfig(tile=1024),
     MergePathConfig(tile=256, method="compare", chunk=32),
+    MergePathConfig(tile=1024, method="serial", items=8),
     BinarySearchConfig(block=256),
 ]
 

@@ -57,6 +57,9 @@ if PALLAS:
         merge_compare=functools.partial(
             merge, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
         ),
+        merge_serial=functools.partial(
+            merge, config=pk.MergePathConfig(tile=128, method="serial", items=8)
+        ),
         binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
     )
     # The checked kernel, its flag set each way: every case of its kind.
@@ -242,6 +245,20 @@ def test_checked_kernel_runs_the_kernel_its_flag_picks():
 
 
 @pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
+def test_checked_kernel_merges_serially():
+    """The default merge config past N + M of about 2**21 is the serial
+    merge: the checked kernel runs it as the merge kernel does."""
+    rng = np.random.default_rng(6)
+    a, v = sample(rng, "float32", 700), sample(rng, "float32", 500)
+    config = pk.MergePathConfig(tile=128, method="serial", items=8)
+    for side in ("left", "right"):
+        got = BACKENDS["pallas"].checked(jnp.asarray(a), jnp.asarray(v), 1, side=side,
+                                         out_dtype=jnp.int32, merge_config=config,
+                                         interpret=True)
+        np.testing.assert_array_equal(np.asarray(got), expected(a, v, side))
+
+
+@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
 def test_checked_kernel_argument_checks():
     checked = BACKENDS["pallas"].checked
     x = jnp.ones(8, jnp.float32)
@@ -276,6 +293,9 @@ def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
         dict(num_warps=3),
         dict(num_stages=0),
         dict(partition="twice"),
+        dict(method="serial"),
+        dict(items=8),
+        dict(method="serial", items=256, tile=128),
     ],
 )
 def test_config_validation(bad):
