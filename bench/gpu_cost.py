@@ -18,12 +18,21 @@ Each kernel's loops, in the order they appear, are those of its algorithm
 (`plan`): the diagonal search (bit_length(min(N, M)) steps) of the
 partition pass, one lane per tile boundary, or of each merge program, two
 lanes active; the merge program's loop over its needle blocks (one when
-the promise holds) and its search inside a tile (bit_length(tile) steps);
-binary search's probes (bit_length(N) steps). A kernel whose loops are not laid out
-so is reported, not estimated. From the trip counts, for each case:
+the promise holds) and its search inside a tile (bit_length(tile) steps),
+or, merging serially, each lane's search for its run's start
+(bit_length(tile) steps), its walk (`items` steps) and the needle blocks of
+its fallback (none when the promise holds: the fallback's search may be
+unrolled into them); binary search's probes (bit_length(N) steps). A kernel
+whose loops are not laid out so is reported, not estimated. From the trip
+counts, for each case:
 
 * issue: warp-instructions over 132 SMs x 4 schedulers x 1.98 GHz, one
   instruction per scheduler per cycle (masked-off lanes still issue);
+* L1: the 128-byte lines each warp's global loads and stores in the loops
+  touch, one line per cycle per SM. Lanes of a warp that read keys a few
+  bytes apart share lines; lanes a line or more apart (the serial merge's
+  runs, the partition pass's boundaries, binary search's probes of
+  unsorted needles) each touch their own;
 * memory: bytes from HBM at 4.3 TB/s (the H200's copy bandwidth): what the
   kernel streams (the merge path: all of `a` and `v`, whose slices its
   in-tile search reads, and the answers; binary search: `v` and the
@@ -33,14 +42,16 @@ so is reported, not estimated. From the trip counts, for each case:
 * latency: waves of resident programs times the load rounds before the
   first store, 400 cycles a round (between L2's and HBM's latency);
 
-and the estimate is the largest of the three. The floor: N + M keys read and
+and the estimate is the largest of the four. The floor: N + M keys read and
 M int32 answers written at 4.3 TB/s (where N is far above M a search need
 not read all of `a`, and the estimate can fall below it). "before" is what
 this project's dispatch ran before it routed by shape and partitioned once
 (the merge path, each program searching its own boundaries, for every
-sorted call); a checked call (sorted_v=None) adds its sortedness test, one
-read of `a` and `v`, before and after, and before it also a conditional
-that XLA decides on the host (not costed).
+sorted call); "bisect" is the default before the serial merge (partition
+once, then a binary search per needle in its tile); a checked call
+(sorted_v=None) adds its sortedness test, one read of `a` and `v`, in
+every row, and before it also a conditional that XLA decides on the host
+(not costed).
 
     python bench/gpu_cost.py [--json FILE]
 """
@@ -63,6 +74,8 @@ SMS, SCHEDULERS, CLOCK_HZ = 132, 4, 1.98e9
 BANDWIDTH = 4.3e12  # bytes/s
 L2_LEVELS = 20  # binary-search levels whose keys stay in L2
 SECTOR = 32  # bytes
+LINE, WARP = 128, 32  # bytes of an L1 line; lanes of a warp
+L1_LINES_PER_CYCLE = 1  # per SM: a warp's access costs a cycle per line it touches
 ROUND_CYCLES = 400
 REGISTERS_PER_SM, REGISTER_UNIT, WARPS_PER_SM, PROGRAMS_PER_SM = 65536, 256, 64, 32
 
@@ -163,38 +176,68 @@ class PlannedLoop:
     """One loop of a kernel's algorithm: its name, depth, trip count per
     trip of its parent (0 where the program does not run it), and, where it
     probes memory at random, how many lanes of all programs probe and how
-    many keys each reads per step (the floor covers every other load)."""
+    many keys each reads per step (the floor covers every other load), and
+    how many 128-byte lines a warp's global load or store in it touches, on
+    average (`_lines`)."""
 
     name: str
     depth: int
     trips: int
     probing_lanes: int = 0
     loads_per_step: int = 0
+    lines: float = 1.0
+
+
+def _lines(stride: float, active: float = 1.0) -> float:
+    """128-byte lines one warp's access touches when its lanes' addresses lie
+    `stride` bytes apart and a fraction `active` of them is not masked off."""
+    if stride >= LINE:
+        return WARP * active
+    per_line = LINE / max(stride, 1.0)
+    return WARP / per_line * (1 - (1 - active) ** per_line)
 
 
 def _merge_loops(config, n, m, taken=True):
-    if config["method"] != "bisect":
+    if config["method"] == "compare":
         return None  # the compare method's loops are not planned
     programs = -(-(n + m) // config["tile"])
     # Two lanes search the program's two diagonals, reading a key of `a` and
     # one of `v` at each step (where the partition pass has not).
     partition = [] if config["partition"] == "once" else [
         PlannedLoop("diagonal search", 0, min(n, m).bit_length() if taken else 0,
-                    2 * programs if taken else 0, 2)]
+                    2 * programs if taken else 0, 2, _lines(LINE, 2 / WARP))]
+    steps = config["tile"].bit_length() if taken else 0
+    if config["method"] == "serial":  # each lane's run start, its walk, no fallback
+        # A lane's run holds items * n / (n + m) keys of `a` and the rest of
+        # `v`: neighbouring lanes read and write that far apart.
+        share_a, share_v = n / (n + m), m / (n + m)
+        apart_a, apart_v = 4 * config["items"] * share_a, 4 * config["items"] * share_v
+        search = (_lines(apart_a) + _lines(apart_v)) / 2
+        walk = (_lines(apart_a, share_a) + 2 * _lines(apart_v, share_v)) / 3
+        return partition + [PlannedLoop("run start in the tile", 0, steps, lines=search),
+                            PlannedLoop("serial merge", 0, config["items"] if taken else 0,
+                                        lines=walk),
+                            PlannedLoop("needle blocks", 0, 0),
+                            PlannedLoop("search in the tile", 1, 0)]
+    # Neighbouring lanes hold neighbouring needles, n / m keys of `a` apart.
     return partition + [
         PlannedLoop("needle blocks", 0, 1 if taken else 0),
-        PlannedLoop("search in the tile", 1, config["tile"].bit_length() if taken else 0)]
+        PlannedLoop("search in the tile", 1, steps, lines=_lines(4 * n / m))]
 
 
 def _partition_loops(config, n, m):
     # A lane per tile boundary, a key of `a` and one of `v` at each step.
     boundaries = -(-(n + m) // config["tile"]) + 1
-    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length(), boundaries, 2)]
+    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length(), boundaries, 2,
+                        _lines(4 * config["tile"]))]
 
 
-def _binary_loops(config, n, m, taken=True):
+def _binary_loops(config, n, m, taken=True, sorted_v=False):
     del config
-    return [PlannedLoop("probes", 0, n.bit_length() if taken else 0, m if taken else 0, 1)]
+    # Unsorted needles probe anywhere; sorted ones n / m keys apart.
+    lines = _lines(4 * n / m) if sorted_v else WARP
+    return [PlannedLoop("probes", 0, n.bit_length() if taken else 0, m if taken else 0, 1,
+                        lines)]
 
 
 def plan(kernel: str, configs: dict, n: int, m: int, merging: bool) -> list[PlannedLoop] | None:
@@ -204,7 +247,7 @@ def plan(kernel: str, configs: dict, n: int, m: int, merging: bool) -> list[Plan
     if kernel == "merge_path_searchsorted":
         return _merge_loops(configs["merge_path"], n, m)
     if kernel == "binary_search_searchsorted":
-        return _binary_loops(configs["binary_search"], n, m)
+        return _binary_loops(configs["binary_search"], n, m, sorted_v=merging)
     if kernel == "checked_searchsorted":  # both bodies, the merge path's first
         merge = _merge_loops(configs["merge_path"], n, m, merging)
         return None if merge is None else merge + _binary_loops(None, n, m, not merging)
@@ -243,8 +286,14 @@ def estimate(sass: Sass, loops: list[PlannedLoop], *, registers: int, threads: i
         trips.append(loops[i].trips * math.prod(outer))
     launched, searching = programs
     in_loops = sum(lp.instructions * t for lp, t in zip(sass.loops, trips))
-    warp_instructions = -(-threads // 32) * (launched * sass.instructions + searching * in_loops)
+    warps = -(-threads // WARP)
+    warp_instructions = warps * (launched * sass.instructions + searching * in_loops)
     issue_s = warp_instructions / (SMS * SCHEDULERS * CLOCK_HZ)
+    # Global accesses in the loops, by the lines each touches (those outside
+    # them stream whole lines, as the memory bound counts).
+    lines = warps * searching * sum((len(lp.loads) + len(lp.stores)) * t * planned.lines
+                                    for lp, t, planned in zip(sass.loops, trips, loops))
+    l1_s = lines / (SMS * L1_LINES_PER_CYCLE * CLOCK_HZ)
     probe_bytes = sum(_probe_sectors(lp.probing_lanes, lp.trips) * lp.loads_per_step * SECTOR
                       for lp in loops)
     memory_s = (streamed_bytes + probe_bytes) / BANDWIDTH
@@ -254,8 +303,8 @@ def estimate(sass: Sass, loops: list[PlannedLoop], *, registers: int, threads: i
     latency_s = waves * rounds * ROUND_CYCLES / CLOCK_HZ
     return {"warp_instructions": warp_instructions, "probe_bytes": probe_bytes,
             "load_rounds": rounds, "resident": resident, "issue_s": issue_s,
-            "memory_s": memory_s, "latency_s": latency_s,
-            "estimate_s": max(issue_s, memory_s, latency_s)}
+            "l1_s": l1_s, "memory_s": memory_s, "latency_s": latency_s,
+            "estimate_s": max(issue_s, l1_s, memory_s, latency_s)}
 
 
 def streamed_bytes(kernel: str, n: int, m: int, merging: bool) -> int:
@@ -274,13 +323,15 @@ def streamed_bytes(kernel: str, n: int, m: int, merging: bool) -> int:
 
 def _kernels(n: int, m: int, sorted_v: bool) -> dict[str, tuple[str, bool]]:
     """The kernel the default call (sorted_v=None) runs, before routing by
-    shape and now, and whether it pays the sortedness test first."""
+    shape, with the per-needle bisection after it, and now, and whether it
+    pays the sortedness test first."""
     from jaxsearch.core import gpu
 
     before = "merge_path_searchsorted" if sorted_v else "binary_search_searchsorted"
     route = gpu.route("check", n, m, "float32", "pallas")
     now = "checked_searchsorted" if route == "check" else "binary_search_searchsorted"
-    return {"before": (before, True), "now": (now, route == "check")}
+    return {"before": (before, True), "bisect": (now, route == "check"),
+            "now": (now, route == "check")}
 
 
 def _compile_case(kernel: str, configs: dict, merging: bool) -> dict:
@@ -296,12 +347,12 @@ def _compile_case(kernel: str, configs: dict, merging: bool) -> dict:
 
 
 COLUMNS = ["case", "when", "kernel", "registers", "threads", "resident", "warp instr",
-           "probe MB", "issue ms", "memory ms", "latency ms", "check ms", "estimate ms",
+           "probe MB", "issue ms", "L1 ms", "memory ms", "latency ms", "check ms", "estimate ms",
            "floor ms", "x floor"]
 
 
 def cost_rows() -> list[dict]:
-    """One row per case and kernel (before, now)."""
+    """One row per case and kernel (before, bisect, now)."""
     import jax.numpy as jnp
 
     import jaxsearch.pallas_kernels as pk
@@ -311,10 +362,14 @@ def cost_rows() -> list[dict]:
         configs = {"merge_path": pk.default_merge_path_config(n, m, jnp.float32),
                    "binary_search": pk.default_binary_search_config(n, m, jnp.float32)}
         now = {kind: dataclasses.asdict(config) for kind, config in configs.items()}
-        # Before: each merge program searched its own boundaries.
-        before = {**now, "merge_path": {**now["merge_path"], "partition": "per_program"}}
+        # Bisect: the partition pass, then a binary search per needle in its
+        # tile (the default before the serial merge); before: each merge
+        # program searched its own boundaries too.
+        bisect = {**now, "merge_path": dataclasses.asdict(
+            pk.default_bisect_config(n, m, jnp.float32))}
+        before = {**now, "merge_path": {**bisect["merge_path"], "partition": "per_program"}}
         kernels = _kernels(n, m, sorted_v)
-        configs_of = {"before": before, "now": now}
+        configs_of = {"before": before, "bisect": bisect, "now": now}
         cases = [_compile_case(kernel, configs_of[when], sorted_v)
                  for when, (kernel, _) in kernels.items()]
         floor_bytes = (n + m) * 4 + m * 4
@@ -338,6 +393,7 @@ def cost_rows() -> list[dict]:
                         "warp instr": sum(p["warp_instructions"] for p in parts),
                         "probe MB": sum(p["probe_bytes"] for p in parts) / 1e6,
                         "issue ms": sum(p["issue_s"] for p in parts) * 1e3,
+                        "L1 ms": sum(p["l1_s"] for p in parts) * 1e3,
                         "memory ms": sum(p["memory_s"] for p in parts) * 1e3,
                         "latency ms": sum(p["latency_s"] for p in parts) * 1e3,
                         "check ms": check_s * 1e3, "estimate ms": total * 1e3,
@@ -353,6 +409,10 @@ def _kernel_cost(name: str, result: dict, configs: dict, n: int, m: int,
     resources = result.get("kernels", {}).get(name, {})
     sass = read_sass(result["sass"][name])
     loops = plan(name, configs, n, m, merging)
+    if loops is not None and len(sass.loops) < len(loops):
+        # An inner loop the program never runs here may have been unrolled
+        # into its parent (the serial merge's fallback search).
+        loops = [lp for lp in loops if lp.trips or not lp.depth]
     if loops is None or resources.get("threads") is None or \
             [lp.depth for lp in sass.loops] != [lp.depth for lp in loops]:
         return {"kernel": name, "note": "loops not as planned"}

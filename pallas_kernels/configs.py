@@ -121,12 +121,24 @@ _TARGET_PROGRAMS = 1024
 def default_merge_path_config(n, m, dtype):
     """Heuristic merge-path config for len(a) = n, len(v) = m.
 
-    Large tiles amortise each program's two diagonal searches; small inputs
-    take smaller tiles so that every SM still gets programs. Two elements of
-    the tile per thread (four at the largest tile, whose 16 warps are a
-    program's most) keep registers low (at most 64 on an H200, no spill for
-    any key dtype) and occupancy high.
+    Small inputs take small tiles so that every SM still gets programs,
+    and bisect each needle in its tile: two elements of the tile per thread
+    keep registers low and occupancy high. Inputs that fill the largest
+    tiles (N + M past about 2**21) merge serially, 8 elements per lane at
+    tile 1024 and 4 warps: by `bench/gpu_cost.py`'s estimate from the
+    H200's machine code, 0.66 ms at N = M = 1e8 float32 where bisecting at
+    tile 2048 takes 1.6 ms (issue-bound); more elements per lane issue less
+    but touch more L1 lines per access.
     """
+    bisect = default_bisect_config(n, m, dtype)
+    if bisect.tile == 2048:
+        return MergePathConfig(tile=1024, method="serial", items=8, num_warps=4)
+    return bisect
+
+
+def default_bisect_config(n, m, dtype):
+    """Heuristic merge-path config with method 'bisect' for len(a) = n,
+    len(v) = m: the default below N + M of about 2**21."""
     del dtype  # Keys are at most 64 bits; the tile bounds registers enough.
     tile = _pow2_clip((n + m) / _TARGET_PROGRAMS, 256, 2048)
     return MergePathConfig(tile=tile, method="bisect", num_warps=min(tile // 64, 16))
@@ -197,6 +209,12 @@ def tuning_space():
                         partition="per_program")
         for tile in (256, 512, 1024, 2048)
     ]
+    # The serial merge, one lane per thread, at (tile, num_warps) launches of
+    # the list above: the other backends bisect where it says 'serial'.
+    space += [
+        MergePathConfig(tile=tile, method="serial", items=items, num_warps=warps)
+        for tile, items, warps in ((1024, 8, 4), (2048, 16, 4), (4096, 16, 8))
+    ]
     space += [
         MergePathConfig(
             tile=tile, method="compare", chunk=chunk, num_warps=warps, num_stages=stages
@@ -204,12 +222,6 @@ def tuning_space():
         for tile, chunk in ((128, 32), (256, 16), (256, 32), (512, 16))
         for warps in (4, 8)
         for stages in (1, 3)
-    ]
-    # The serial merge, one lane per thread, at (tile, num_warps) launches of
-    # the list above: the other backends bisect where it says 'serial'.
-    space += [
-        MergePathConfig(tile=tile, method="serial", items=items, num_warps=warps)
-        for tile, items, warps in ((1024, 8, 4), (2048, 16, 4), (4096, 16, 8))
     ]
     space += [
         BinarySearchConfig(block=block, num_warps=warps)

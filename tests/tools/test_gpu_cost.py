@@ -56,13 +56,25 @@ def test_read_sass_finds_loops_their_bodies_and_memory():
 def test_estimate_multiplies_nested_trips():
     sass = gpu_cost.read_sass(SASS)
     plan = [gpu_cost.PlannedLoop("outer", 0, 3), gpu_cost.PlannedLoop("inner", 1, 5),
-            gpu_cost.PlannedLoop("after", 0, 7, probing_lanes=1000, loads_per_step=1)]
+            gpu_cost.PlannedLoop("after", 0, 7, probing_lanes=1000, loads_per_step=1,
+                                 lines=32)]
     found = gpu_cost.estimate(sass, plan, registers=32, threads=64, programs=(10, 4),
                               streamed_bytes=0)
     # Per warp: 5 outside the loops (all 10 programs), 3*3 + 3*15 + 3*7 in them (4 programs).
     assert found["warp_instructions"] == 2 * (10 * 5 + 4 * (9 + 45 + 21))
     assert found["load_rounds"] == 1 + 3 + 15
     assert found["probe_bytes"] == (1 + 2 + 4 + 8 + 16 + 32 + 64) * 32
+    # A load per loop: a line per trip in the first two, 32 in the last.
+    assert found["l1_s"] == pytest.approx(2 * 4 * (3 + 15 + 7 * 32) / (132 * 1.98e9))
+
+
+def test_lines_a_warp_touches():
+    assert gpu_cost._lines(4) == 1  # 32 keys of 4 bytes: one line
+    assert gpu_cost._lines(32) == 8
+    assert gpu_cost._lines(128) == gpu_cost._lines(4096) == 32
+    assert gpu_cost._lines(512, active=0.25) == 8  # only the active lanes' lines
+    # Four lanes a line, each active with probability 1/2: 1 - 1/16 of the lines.
+    assert gpu_cost._lines(32, active=0.5) == pytest.approx(8 * 15 / 16)
 
 
 def test_resident_programs_by_compute_capability_9_limits():
@@ -107,3 +119,6 @@ def test_every_kernel_of_every_case_is_estimated(capsys):
     assert by["sorted, N = M = 1e8", "now"]["kernel"] == \
         "merge_path_partition + checked_searchsorted"
     assert by["sorted, N = M = 1e8", "before"]["kernel"] == "merge_path_searchsorted"
+    # The serial merge's claim, by this estimate: below the per-needle bisection.
+    sorted_big = by["sorted, N = M = 1e8", "now"]
+    assert sorted_big["estimate ms"] < by["sorted, N = M = 1e8", "bisect"]["estimate ms"]
