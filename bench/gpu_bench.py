@@ -13,11 +13,18 @@ device-to-device copy that moves as many bytes (half of them read, half
 written). Every answer is checked against
 jnp.searchsorted.
 
-  python bench/gpu_bench.py [--n 1e8] [--m 1e8] [--sweep] [--skew]
+With --estimates FILE (what `python bench/gpu_cost.py --json FILE` wrote on
+a machine with the H200 compile wheels), the Pallas Triton kernels of each
+estimated row whose N and M are this run's (sorted needles, float32) are
+timed at the row's configs ("before", "bisect", "now"), beside the row's
+estimate without its sortedness check: the first GPU run checks the model.
+
+  python bench/gpu_bench.py [--n 1e8] [--m 1e8] [--sweep] [--skew] [--estimates FILE]
 """
 
 import argparse
 import functools
+import json
 import statistics
 import time
 
@@ -196,6 +203,39 @@ def sweep(n, m, dtype, copy_s):
         )
 
 
+def against_estimates(n, m, rows, copy_s):
+    """Times the Pallas Triton kernel of each estimated row for sorted
+    float32 needles at this N and M, at the row's configs, beside the
+    estimate (the checked call's sortedness test left out: the kernel is
+    timed alone)."""
+    rows = [r for r in rows if (r.get("n"), r.get("m"), r.get("sorted_v")) == (n, m, True)
+            and "estimate ms" in r]
+    if not rows:
+        print(f"\nno estimate for sorted N={n:.0e} M={m:.0e} in the estimates file")
+        return
+    a, v = sorted_inputs(n, m, jnp.float32, seed=2)
+    want = jnp.searchsorted(a, v, side="left", method="sort").astype(jnp.int32)
+    backend = pk.BACKENDS["pallas"]
+    print(f"\nMeasured against bench/gpu_cost.py's estimate, N={n:.0e} M={m:.0e} float32:")
+    print(f"  {'when':8s} {'measured ms':>12s} {'estimate ms':>12s} {'measured/est':>13s} "
+          f"{'copy/t':>7s}  ok  config")
+    for row in rows:
+        merges = "merge_path" in row["kernel"] or "checked" in row["kernel"]
+        kind = pk.MERGE_PATH if merges else pk.BINARY_SEARCH
+        config = kind.config_cls(**row["configs"][kind.name])
+        call = functools.partial(jax.jit(ours(backend.kernel(kind), config=config)), a, v)
+        try:
+            seconds = median_seconds(call, jax_sync)
+            ok = bool(jnp.array_equal(call(), want))
+        except Exception as err:  # noqa: BLE001  (one failure must not stop all)
+            print(f"  {row['when']:8s} failed: {type(err).__name__}: {err}")
+            continue
+        estimate_s = (row["estimate ms"] - row["check ms"]) / 1e3
+        print(f"  {row['when']:8s} {seconds * 1e3:12.3f} {estimate_s * 1e3:12.3f} "
+              f"{seconds / estimate_s:13.2f} {copy_s / seconds:7.3f}  "
+              f"{'yes' if ok else 'NO ':3s} {config}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=float, default=1e8)
@@ -204,6 +244,9 @@ def main():
         "--sweep", action="store_true", help="also time every tuning-space config (float32)"
     )
     parser.add_argument("--skew", action="store_true", help="also N >> M and M >> N (int32)")
+    parser.add_argument("--estimates", metavar="FILE",
+                        help="bench/gpu_cost.py's --json output: time its rows' kernels "
+                             "beside their estimates")
     parser.add_argument(
         "--interpret",
         action="store_true",
@@ -239,6 +282,9 @@ def main():
         for skew_n, skew_m in ((n, max(m // 10_000, 1)), (max(n // 10_000, 1), m)):
             skew_bytes = (skew_n + skew_m) * 4 + skew_m * 4
             run_case(skew_n, skew_m, jnp.int32, copy_s * skew_bytes / nbytes)
+    if args.estimates:
+        with open(args.estimates) as f:
+            against_estimates(n, m, json.load(f), copy_s)
     if args.sweep:
         sweep(n, m, jnp.float32, copy_s)
 

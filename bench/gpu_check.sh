@@ -9,9 +9,14 @@
 #   3. the deviceless resource report: every tuning config compiled by XLA
 #      for an H200 with spills fatal, its registers, spills and shared memory
 #      (bench/gpu_resources.py; needs jax's CUDA plugin, which a GPU jax has);
-#   4. benchmarks N = M = 1e8 sorted int32 and float32: the merge-path and
+#   4. the deviceless cost estimate of each kernel from its SASS
+#      (bench/gpu_cost.py; needs nvdisasm, the nvidia-cuda-nvdisasm wheel:
+#      carry it in $WHEELS), whose rows step 5 times;
+#   5. benchmarks N = M = 1e8 sorted int32 and float32: the merge-path and
 #      binary-search kernels against jnp's methods, torch and cupy, and a
-#      device-to-device copy of the same bytes (bench/gpu_bench.py).
+#      device-to-device copy of the same bytes, then the kernels at the
+#      configs step 4 estimated, each beside its estimate
+#      (bench/gpu_bench.py).
 # Each step gets a time limit from what is left of $DEADLINE (default 465 s),
 # so the whole script ends within 8 minutes whatever hangs.
 #
@@ -67,11 +72,17 @@ step "pip install jaxsearch" 180 290 \
 
 # -P: keep the source tree off sys.path, so the tests import the installed
 # package (the source `jaxsearch/` lacks the compiled extension).
-step "pytest -m gpu" 200 190 \
+step "pytest -m gpu" 200 250 \
   "${PYTHON}" -P -m pytest -m gpu tests -q -p no:cacheprovider -rfE
 
-step "deviceless resource report" 90 100 \
+step "deviceless resource report" 90 160 \
   "${PYTHON}" -P bench/gpu_resources.py --dtypes int32,float32
+
+estimates=$(mktemp --suffix=.json)
+if step "deviceless cost estimate" 60 100 \
+  "${PYTHON}" -P bench/gpu_cost.py --json "${estimates}"; then
+  set -- --estimates "${estimates}" "$@"
+fi
 
 step "benchmark" 300 0 "${PYTHON}" -P bench/gpu_bench.py "$@"
 

@@ -376,8 +376,11 @@ def cost_rows() -> list[dict]:
         for (when, (kernel, checks)), result in zip(kernels.items(), h200.run_worker(
                 cases, verbose=True)):
             configs = configs_of[when]
-            row = {"case": name, "when": when, "kernel": kernel, "floor ms": floor_bytes
-                   / BANDWIDTH * 1e3}
+            # N, M, sorted_v and the configs: what bench/gpu_bench.py needs to
+            # time the row's kernel beside its estimate.
+            row = {"case": name, "n": n, "m": m, "sorted_v": sorted_v, "when": when,
+                   "kernel": kernel, "configs": configs,
+                   "floor ms": floor_bytes / BANDWIDTH * 1e3}
             # The search's kernels in order: the partition pass first, where it runs.
             names = [k for k in ("merge_path_partition", kernel) if k in result.get("sass", {})]
             parts = [_kernel_cost(name, result, configs, n, m, sorted_v) for name in names]
