@@ -21,7 +21,7 @@ from jax import lax
 from jax.extend.core import Primitive
 
 from ..keys import WIDENED_TO_FLOAT32, index_dtype
-from . import cpu, originals, rules, serving
+from . import cpu, jax_private, originals, rules, serving
 from .api import searchsorted
 from .checks import check_arraylike, promote_inexact
 from .order import CHECK_ROW, is_sorted
@@ -110,7 +110,7 @@ def histogram(
 
 @serving.jit
 def _histogram(a, edges, weights) -> jax.Array:
-    a = a.ravel()
+    a, edges, weights = jax_private.vary_alike(a.ravel(), edges, weights)
     w = None if weights is None else weights.ravel()
     dtype = a.dtype if w is None else w.dtype
     n, nbins = a.shape[0], edges.shape[0] - 1
@@ -170,7 +170,7 @@ bin_counts_p = Primitive("jaxsearch_histogram_bin_counts")
 
 
 def _counts_abstract_eval(edges, x, *, dtype, **_):
-    return jax.core.ShapedArray((edges.shape[0] - 1,), dtype)
+    return jax_private.varying_as(jax.core.ShapedArray((edges.shape[0] - 1,), dtype), edges, x)
 
 
 def _jnp_counts(edges, x, *, dtype, portable=False, search=_search):

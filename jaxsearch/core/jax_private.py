@@ -5,6 +5,11 @@ upgrade has one file to break. Each was checked on jax 0.10.2 and 0.12.0.1.
 below the library and import nothing from it.)
 """
 
+import jax
+
+# How an aval varies over shard_map's manual mesh axes (`aval.mat.varying`).
+from jax._src.core import ManualAxisType
+
 # The eager path of every jax primitive (a jit of the primitive alone,
 # cached per shapes and parameters), and the set of primitives that jit
 # lowers with the devices known.
@@ -15,6 +20,7 @@ from jax._src.mesh import get_concrete_mesh
 
 # A sharding without a mesh: what a custom_partitioning rule is handed.
 from jax._src.sharding_impls import GSPMDSharding
+from jax.sharding import NamedSharding, PartitionSpec
 
 
 def replicated(sharding):
@@ -23,5 +29,38 @@ def replicated(sharding):
     return GSPMDSharding.get_replicated(sharding._device_assignment)
 
 
+def varying_as(aval, *operands):
+    """`aval` (a primitive's output), varying over every manual mesh axis
+    any of `operands` varies over: inside `shard_map`, where jax checks
+    that values vary alike (its check_vma), an output that varies over none
+    cannot meet the branch of a `lax.cond` that does."""
+    varying = frozenset().union(*(x.mat.varying for x in operands))
+    if not varying:
+        return aval
+    # A type that varies names its mesh: that of an operand that varies,
+    # where `aval` has none of its own.
+    sharding = aval.sharding
+    if sharding.mesh.empty:
+        mesh = next(x.sharding.mesh for x in operands if x.mat.varying)
+        sharding = NamedSharding(mesh, PartitionSpec())
+    return aval.update(sharding=sharding, manual_axis_type=ManualAxisType(varying=varying))
+
+
+def vary_alike(*xs):
+    """`xs` (None stays None), each cast to vary over every manual mesh axis
+    any of them varies over. Operands of a `lax.cond` that vary alike keep
+    it batchable inside `shard_map`: under `vmap` with a batched predicate
+    it becomes a select, which makes every operand vary as the predicate
+    does, and a `pcast` that jax put in a branch for an operand that did
+    not vary then fails (the cast of a value that already varies)."""
+    axes = frozenset().union(*(jax.typeof(x).mat.varying for x in xs if x is not None))
+
+    def cast(x):
+        missing = axes - jax.typeof(x).mat.varying
+        return jax.lax.pcast(x, tuple(sorted(missing)), to="varying") if missing else x
+
+    return tuple(None if x is None else cast(x) for x in xs)
+
+
 __all__ = ["apply_primitive", "get_concrete_mesh", "prim_requires_devices_during_lowering",
-           "replicated"]
+           "replicated", "vary_alike", "varying_as"]

@@ -115,8 +115,9 @@ def _abstract_eval(a, v, *, out_dtype, needle_ndim, **_):
     shape = batch + _split_v(v.shape, needle_ndim)[1]
     sharding = partitioning.explicit_out_sharding(a, v, needle_ndim)
     if sharding is None:
-        return jax.core.ShapedArray(shape, out_dtype)
-    return jax.core.ShapedArray(shape, out_dtype, sharding=sharding)
+        return jax_private.varying_as(jax.core.ShapedArray(shape, out_dtype), a, v)
+    return jax_private.varying_as(jax.core.ShapedArray(shape, out_dtype, sharding=sharding),
+                                  a, v)
 
 
 def search_local(a, v, *, needle_ndim, search_rows=rows.rows_p.bind, **params):

@@ -40,7 +40,7 @@ def define_rules(primitive: Primitive, abstract_eval: Callable,
 def rows_abstract_eval(a, v, *, out_dtype, **_):
     """The output of a search of rows: (*broadcast batch, m) `out_dtype`."""
     batch = jnp.broadcast_shapes(a.shape[:-1], v.shape[:-1])
-    return jax.core.ShapedArray(batch + v.shape[-1:], out_dtype)
+    return jax_private.varying_as(jax.core.ShapedArray(batch + v.shape[-1:], out_dtype), a, v)
 
 
 def _batch(primitive, args, dims, **params):

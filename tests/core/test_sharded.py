@@ -255,6 +255,56 @@ def test_inside_shard_map():
     assert len(ok) == 4 and all(ok.values()), ok
 
 
+# Each search under vmap inside a shard_map (a batch of rows per device,
+# the keys replicated), as jax's own shard_map test of jnp.histogram calls
+# it: jaxsearch's answers and dtypes are jnp's, eager and under jit. Before
+# our primitives' outputs varied as their operands (check_vma), histogram's
+# lax.cond raised there, and the patch passed the call to jax.
+VMAP_INSIDE_SHARD_MAP = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, PartitionSpec as P
+    import jaxsearch
+
+    mesh = Mesh(np.array(jax.devices()), ("data",))
+    rng = np.random.default_rng(0)
+    rows = np.sort(rng.standard_normal((16, 40)).astype(np.float32), axis=1)
+    shuffled = rng.standard_normal((16, 40)).astype(np.float32)
+    edges = np.linspace(-3, 3, 11).astype(np.float32)
+    xp = np.sort(rng.standard_normal(50)).astype(np.float32)
+    fp = rng.standard_normal(50).astype(np.float32)
+    # name: (the call of a row q and the edges e, given jaxsearch or jnp; rows)
+    cases = {
+        "histogram, sorted rows": (lambda m: lambda q, e: m.histogram(q, bins=e)[0], rows),
+        "histogram, unsorted rows": (lambda m: lambda q, e: m.histogram(q, bins=e)[0],
+                                     shuffled),
+        "searchsorted, a shared": (lambda m: lambda q, e: m.searchsorted(e, q), shuffled),
+        "searchsorted, sorted needles": (lambda m: lambda q, e: m.searchsorted(e, q), rows),
+        "searchsorted, a batched": (lambda m: lambda q, e: m.searchsorted(q, e), rows),
+        "digitize": (lambda m: lambda q, e: m.digitize(q, e), shuffled),
+        "interp": (lambda m: lambda q, e: m.interp(q, xp, fp), shuffled),
+    }
+    ok = {}
+    for name, (call, q) in cases.items():
+        for jit in (False, True):
+            outs = []
+            for module in (jaxsearch, jnp):
+                g = jax.shard_map(jax.vmap(call(module), in_axes=(0, None)), mesh=mesh,
+                                  in_specs=(P("data"), P()), out_specs=P("data"))
+                outs.append(np.asarray((jax.jit(g) if jit else g)(q, edges)))
+            ok[name + (", jit" if jit else "")] = bool(
+                outs[0].dtype == outs[1].dtype and np.array_equal(*outs, equal_nan=True))
+    print(json.dumps(ok))
+""")
+
+
+def test_vmap_inside_shard_map():
+    run = run_python("-c", VMAP_INSIDE_SHARD_MAP, timeout=600, env=EIGHT_DEVICES)
+    assert run.returncode == 0, run.stderr[-4000:]
+    ok = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(ok) == 14 and all(ok.values()), ok
+
+
 SHARDED_SEARCHSORTED = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
