@@ -449,11 +449,11 @@ def main(argv=None) -> int:
     if missing:
         print(f"gpu_cost: {missing}", file=sys.stderr)
         return 2
+    from jaxsearch.tools.bench.format import format_table
+
     rows = cost_rows()
     table = [[_cell(row.get(c)) for c in COLUMNS] + [row.get("note", "")] for row in rows]
-    widths = [max(len(str(x)) for x in column) for column in zip(COLUMNS + [""], *table)]
-    for line in [COLUMNS + [""], *table]:
-        print("  ".join(str(x).rjust(w) for x, w in zip(line, widths)).rstrip())
+    print(format_table(COLUMNS + ["note"], table, align="lll" + "r" * (len(COLUMNS) - 3) + "l"))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
