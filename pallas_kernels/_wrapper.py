@@ -31,6 +31,17 @@ def validate(a, v, side, out_dtype):
     return out_dtype
 
 
+def resolve_config(kind: KernelKind, config, n, m, dtype, *, name="config"):
+    """`config`, or the kind's default for (n, m, dtype) where it is None;
+    TypeError, naming the argument `name`, where it is not of the kind's
+    config class."""
+    if config is None:
+        return kind.default_config(n, m, dtype)
+    if not isinstance(config, kind.config_cls):
+        raise TypeError(f"{name} must be a {kind.config_cls.__name__}, got {config!r}")
+    return config
+
+
 # What each kind asks of the needles, for its docstring: (in short, in full).
 _NEEDLES_DOC = {
     True: ("sorted `v`", "1-D sorted array (NaNs last) of the same dtype, the needles"),
@@ -82,11 +93,8 @@ def searchsorted_wrapper(kind: KernelKind, *, kernel, interpreter, config_note="
             n, m = a.shape[0], v.shape[0]
             if n == 0 or m == 0:
                 return jnp.zeros((m,), out_dtype)
-            if config is None:
-                config = default(n, m, a.dtype)
-            elif not isinstance(config, config_cls):
-                raise TypeError(f"config must be a {config_cls.__name__}, got {config!r}")
-            return search(a, v, side=side, out_dtype=out_dtype, config=config,
+            return search(a, v, side=side, out_dtype=out_dtype,
+                          config=resolve_config(kind, config, n, m, a.dtype),
                           interpret=interpret)
 
         # Not functools.wraps: jit would read `search`'s signature through

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from .._wrapper import validate
-from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, MergePathConfig
+from .._wrapper import resolve_config, validate
+from ..configs import BINARY_SEARCH, MERGE_PATH
 from . import _common, binary_search, merge_path
 
 
@@ -68,12 +68,9 @@ def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         return jnp.zeros((m,), out_dtype)
-    merge_config = merge_config or MERGE_PATH.default_config(n, m, a.dtype)
-    bisect_config = bisect_config or BINARY_SEARCH.default_config(n, m, a.dtype)
-    if not isinstance(merge_config, MergePathConfig):
-        raise TypeError(f"merge_config must be a MergePathConfig, got {merge_config!r}")
-    if not isinstance(bisect_config, BinarySearchConfig):
-        raise TypeError(f"bisect_config must be a BinarySearchConfig, got {bisect_config!r}")
+    merge_config = resolve_config(MERGE_PATH, merge_config, n, m, a.dtype, name="merge_config")
+    bisect_config = resolve_config(BINARY_SEARCH, bisect_config, n, m, a.dtype,
+                                   name="bisect_config")
     merge_programs = merge_path.programs(n, m, merge_config)
     bisect_programs = binary_search.programs(n, m, bisect_config)
     kernel = functools.partial(
