@@ -156,7 +156,8 @@ class _Run:
     spent: float = 0.0
 
 
-def _sample(fn: Callable[[], Any], number: int) -> float:
+def _sample(fn: Callable[[], Any], number: int,
+            clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per call over `number` back-to-back calls, each blocked on.
 
     Python's cyclic garbage collector is off while timing, as in ``timeit``:
@@ -166,10 +167,10 @@ def _sample(fn: Callable[[], Any], number: int) -> float:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(number):
             jax.block_until_ready(fn())
-        return (time.perf_counter() - t0) / number
+        return (clock() - t0) / number
     finally:
         if enabled:
             gc.enable()
@@ -177,8 +178,8 @@ def _sample(fn: Callable[[], Any], number: int) -> float:
 
 def measure_all(fns: Sequence[Callable[[], Any]], *, repeats: int = 5, budget_s: float = 1.0,
                 min_sample_s: float = 2e-3,
-                checks: Sequence[Callable[[Any], bool] | None] | None = None
-                ) -> list[Measurement]:
+                checks: Sequence[Callable[[Any], bool] | None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> list[Measurement]:
     """Time several zero-argument callables side by side.
 
     Each callable's first call compiles and warms up and is not counted; its
@@ -190,7 +191,10 @@ def measure_all(fns: Sequence[Callable[[], Any]], *, repeats: int = 5, budget_s:
     `repeats` samples, or has spent `budget_s` with at least two (slow peers).
     Every call is blocked on (``jax.block_until_ready``), so asynchronous
     dispatch is timed to completion. A callable that raises is reported with
-    its error and the others go on.
+    its error and the others go on. `clock` reads the time: wall time by
+    default; ``time.process_time`` counts this process's CPU time alone, on
+    which other load of a shared machine weighs less (for single-threaded
+    calls, whose CPU time is their time).
     """
     results = [Measurement() for _ in fns]
     runs: list[_Run | None] = []
@@ -202,7 +206,7 @@ def measure_all(fns: Sequence[Callable[[], Any]], *, repeats: int = 5, budget_s:
             if check is not None:
                 result.correct = bool(check(out))
             del out
-            once = _sample(fn, 1)
+            once = _sample(fn, 1, clock)
         except Exception as exc:  # report it, keep measuring the others
             result.error = exc
             runs.append(None)
@@ -220,7 +224,7 @@ def measure_all(fns: Sequence[Callable[[], Any]], *, repeats: int = 5, budget_s:
     while any(wants_more(run) for run in runs):
         for run in runs:
             if wants_more(run):
-                t = _sample(run.fn, run.number)
+                t = _sample(run.fn, run.number, clock)
                 run.samples.append(t)
                 run.spent += t * run.number
     for run, result in zip(runs, results):
