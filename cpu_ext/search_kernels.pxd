@@ -420,7 +420,7 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     cdef const key_t* p
     # The group's needles, copied, so that the lanes read them at fixed offsets.
     cdef key_t x[LANES]
-    cdef Py_ssize_t j = 0, k, length, half
+    cdef Py_ssize_t j = 0, k, length, half, lo
     if na == 0:
         for j in range(m):
             out[j] = <idx_t>(nan_answer if is_nan(v[j]) else 0)
@@ -437,8 +437,12 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
                 base[k] = p + half if before(p[half], x[k], right) else p
             length -= half
         for k in range(LANES):
+            # The window's index, from a difference of bytes: Cython's
+            # overflowcheck (meson's debug_checks) subtracts typed pointers
+            # as integers, giving bytes, not elements.
+            lo = (<const char*>base[k] - <const char*>a) // sizeof(key_t)
             out[j + k] = <idx_t>(nan_answer if is_nan(x[k])
-                                 else (base[k] - a) + before(base[k][0], x[k], right))
+                                 else lo + before(base[k][0], x[k], right))
         j += LANES
     for j in range(j, m):
         out[j] = <idx_t>(nan_answer if is_nan(v[j]) else count_before(a, 0, na, v[j], right))
