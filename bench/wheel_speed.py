@@ -160,12 +160,12 @@ def compiled_pair(case: Case, threads: int) -> tuple[list[Callable[[], Any]], np
     for wheel in (False, True):
         with tuning.use_cpu_config(config), \
                 wheel_targets() if wheel else contextlib.nullcontext():
+            # A new function for each build: jit's trace cache is keyed on the
+            # function, and would hand the second build the first one's trace.
             compiled = jax.jit(lambda *xs, fn=fn: fn(*xs)).lower(*jargs).compile()
         text = compiled.as_text()
-        names = {n + SUFFIX if wheel else n for n in
-                 (cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME, cpu.HISTOGRAM_TARGET_NAME)}
-        called = {n for n in names if f'"{n}"' in text}
-        if not called:
+        names = [getattr(cpu, glob) + (SUFFIX if wheel else "") for glob in TARGETS]
+        if not any(f'"{name}"' in text for name in names):
             raise RuntimeError(f"{case.label}: the {'wheel' if wheel else 'source'} build's "
                                "targets are not called")
         calls.append(lambda compiled=compiled: compiled(*jargs))
