@@ -106,8 +106,8 @@ def test_info_reports_the_tiles_of_the_gpu_implementation_that_runs(caches, monk
     out = info_report(10**6, 10**6, "float32")
     assert f"  GPU implementation: {implementation} (tuned: {tuned}, from {path})\n" in out
     merge, binary = (gpu_tiles(implementation)[kind.name] for kind in KERNEL_KINDS)
-    assert (f"  GPU merge_path: chunk=None, method=bisect, num_stages=1, num_warps=8, "
-            f"partition=once, "
+    assert (f"  GPU merge_path: chunk=None, items=None, method=bisect, num_stages=1, "
+            f"num_warps=8, partition=once, "
             f"tile={merge.tile}\n                 from {path}\n") in out
     assert (f"  GPU binary_search: block={binary.block}, num_stages=1, num_warps=8\n"
             f"                 from {path}") in out
