@@ -73,10 +73,12 @@ cdef enum:
     # misses unoverlapped, 24 and 32 spill registers).
     LANES = 16
     # Independent merges interleaved in one loop, to hide the loop-carried
-    # latency. 6 measured best overall on x86-64 (N = M = 1e3 to 1e7, float32
-    # and int32): 4 and 8 were 3-20% slower, 5 and 7 within 5%; more chains
-    # than registers spill the chain state.
-    CHAINS = 6
+    # latency. With one register of state per chain (merge_kernel carries i
+    # alone), 8 chains fit x86-64's registers under gcc and clang; against 6
+    # chains of two registers each, gcc's build took 0.87-0.99x the time of
+    # the promised call on sorted N = M = 1e5 and 1e7 in int32, int64 and
+    # float64 (bench/wheel_speed.py, the old build as the "wheel").
+    CHAINS = 8
     # Elements the order checks look at between looks at their verdict.
     CHECK_BLOCK = 1024
     # Needles, at least, that merge_around_descents merges rather than
@@ -163,16 +165,15 @@ cdef inline bint in_order_blocks(const key_t* v, Py_ssize_t start, Py_ssize_t st
     return True
 
 
-cdef inline void merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
-                            idx_t* out, Py_ssize_t* i, Py_ssize_t* j,
-                            bint right) noexcept nogil:
-    """One step of a merge: either a[i] is counted for v[j] (i advances) or
-    v[j] is resolved at i (j advances). Branch-free; the clamped load keeps a
-    broken order in bounds."""
-    cdef bint take_a = (i[0] < na) & before(a[min(i[0], na - 1)], v[j[0]], right)
-    out[j[0]] = <idx_t>i[0]
-    i[0] += take_a
-    j[0] += not take_a
+cdef inline Py_ssize_t merge_step(const key_t* a, Py_ssize_t na, const key_t* v,
+                                  idx_t* out, Py_ssize_t i, Py_ssize_t j,
+                                  bint right) noexcept nogil:
+    """One step of a merge at (i, j): either a[i] is counted for v[j] (the
+    next i is i + 1) or v[j] is resolved at i (the next j is j + 1); returns
+    the next i. Branch-free; the clamped load keeps a broken order in bounds."""
+    cdef bint take_a = (i < na) & before(a[min(i, na - 1)], v[j], right)
+    out[j] = <idx_t>i
+    return i + take_a
 
 
 cdef inline Py_ssize_t merge_split(const key_t* a, Py_ssize_t lo, Py_ssize_t hi,
@@ -206,6 +207,7 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     cdef Py_ssize_t k, steps, t, first, last, total, d
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
+    cdef Py_ssize_t s[CHAINS]
     cdef Py_ssize_t end[CHAINS]
     if na == 0:
         for k in range(m):
@@ -229,19 +231,28 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     end[CHAINS - 1] = m
     # The chains advance in lock-step: independent dependency chains that the
     # core overlaps. A step moves j by at most one, so no chain can finish
-    # within `steps` steps and the inner loop needs no test per step.
+    # within `steps` steps and the inner loop needs no test per step. A step
+    # moves i or j by one, so i + j grows by one per step: the inner loop
+    # carries i alone, and j is s[k] + t - i (one register per chain, not
+    # two: clang kept the two in memory, 1.12-1.16x gcc's time).
     while True:
         steps = end[0] - j[0]
         for k in range(1, CHAINS):
             steps = min(steps, end[k] - j[k])
         if steps == 0:
             break
+        for k in range(CHAINS):
+            s[k] = i[k] + j[k]
         for t in range(steps):
             for k in range(CHAINS):
-                merge_step(a, na, v, out, &i[k], &j[k], right)
+                i[k] = merge_step(a, na, v, out, i[k], s[k] + t - i[k], right)
+        for k in range(CHAINS):
+            j[k] = s[k] + steps - i[k]
     for k in range(CHAINS):
         while j[k] < end[k]:
-            merge_step(a, na, v, out, &i[k], &j[k], right)
+            t = merge_step(a, na, v, out, i[k], j[k], right)
+            j[k] += 1 - (t - i[k])
+            i[k] = t
 
 
 cdef inline bint is_sorted(const key_t* v, Py_ssize_t m) noexcept nogil:
