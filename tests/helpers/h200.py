@@ -155,18 +155,33 @@ BATCH = 4
 
 def config_cases(space, dtypes=DTYPES, sides=("left", "right"), shape=SMALL_BATCHED,
                  batch=BATCH, implementations=IMPLEMENTATIONS,
-                 one_side_each=False) -> list[dict]:
+                 one_side_each=False, dtypes_each=None) -> list[dict]:
     """Each config of `space` in each implementation under vmap (where the
-    merge path spilled) at `shape`, for each of `dtypes` and `sides`. With
-    `one_side_each`, each config and dtype on one of `sides`, taken in turn
-    so that every config and every dtype still meets each side: the side
-    changes one comparison, not the registers, and halves the compiles."""
+    merge path spilled) at `shape`, for each of `dtypes` and `sides`.
+
+    With `one_side_each`, each config and dtype on one of `sides`, taken in
+    turn so that every config and every dtype still meets each side: the side
+    changes one comparison, not the registers, and halves the compiles.
+
+    With `dtypes_each` (a count), each config for the last of `dtypes` (the
+    one whose keys hold the most registers) and for `dtypes_each - 1` of the
+    others, taken in turn, so that every dtype still meets several configs
+    of each kind: a dtype changes the keys' width and comparison, and the
+    dispatch cases compile every dtype at its default configs."""
+    def turns(ci):  # (dtype, turn) for config ci: its side is the turn's
+        if dtypes_each is None:
+            return [(dtype, ci + di) for di, dtype in enumerate(dtypes)]
+        others, each = dtypes[:-1], dtypes_each - 1
+        # The others' slots run through them round after round; each round
+        # flips their sides.
+        slots = range(ci * each, (ci + 1) * each)
+        return [*((others[s % len(others)], s // len(others)) for s in slots), (dtypes[-1], ci)]
     return [{"what": "config", "implementation": implementation, "kind": c.kind,
              "config": dataclasses.asdict(c), "dtype": dtype, "side": side, "n": shape[0],
              "m": shape[1], "batch": batch}
             for implementation in implementations for ci, c in enumerate(space)
-            for di, dtype in enumerate(dtypes)
-            for side in ([sides[(ci + di) % len(sides)]] if one_side_each else sides)]
+            for dtype, turn in turns(ci)
+            for side in ([sides[turn % len(sides)]] if one_side_each else sides)]
 
 
 def canary_cases() -> list[dict]:

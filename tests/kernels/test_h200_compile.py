@@ -5,9 +5,10 @@ an H200 (a compile-only topology, see `helpers/h200.py`), Triton and ptxas inclu
 with register spills made fatal. A config that spills or overflows shared
 memory fails to compile, and so fails its test. Compiled:
 
-* every config of the tuning space, under vmap, for every key dtype, each
-  on one side, the two taken in turn so that every config and every dtype
-  meets both (the side changes one comparison, not the registers);
+* every config of the tuning space, under vmap, for float64 keys (the most
+  registers) and two other key dtypes taken in turn, each on one side, the
+  two taken in turn so that every dtype meets both (the side changes one
+  comparison, not the registers) and several configs of each kind;
 * every dispatch variant of `jaxsearch.searchsorted`: the default, and each
   GPU implementation asked for by name (whose compiled program must hold its
   GPU kernels, not its interpreter), for every key dtype, sorted_v True,
@@ -35,7 +36,7 @@ MISSING = h200.missing_wheels()
 needs_wheels = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 CANARY_CASES = h200.canary_cases()
-CONFIG_CASES = h200.config_cases(pk.tuning_space(), one_side_each=True)
+CONFIG_CASES = h200.config_cases(pk.tuning_space(), one_side_each=True, dtypes_each=3)
 DISPATCH_CASES = h200.dispatch_cases()
 CUMSUM_CASES = h200.cumsum_cases()
 
@@ -110,6 +111,18 @@ def test_cumsum_compiles_to_gpu_kernels(compiled, case):
     calls = _result(compiled, case)["kernel_calls"]
     searches = 2 if case["dtype"] == "float32" else 1
     assert calls == searches * _search_kernels(case)[0]
+
+
+def test_every_config_meets_the_widest_keys_and_every_dtype_both_kinds_and_sides():
+    """The tuning space's compiles cover it: each config with float64 keys,
+    and each dtype with configs of both kinds, on both sides."""
+    assert {h200.case_id(c) for c in CONFIG_CASES if c["dtype"] == "float64"} == {
+        h200.case_id(c) for c in h200.config_cases(pk.tuning_space(), dtypes=("float64",),
+                                                    one_side_each=True)}
+    for dtype in h200.DTYPES:
+        cases = [c for c in CONFIG_CASES if c["dtype"] == dtype]
+        assert {c["kind"] for c in cases} == {"merge_path", "binary_search"}, dtype
+        assert {c["side"] for c in cases} == {"left", "right"}, dtype
 
 
 SIZES = [1, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 2**31]
