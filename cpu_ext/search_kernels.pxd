@@ -233,8 +233,8 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     # core overlaps. A step moves j by at most one, so no chain can finish
     # within `steps` steps and the inner loop needs no test per step. A step
     # moves i or j by one, so i + j grows by one per step: the inner loop
-    # carries i alone, and j is s[k] + t - i (one register per chain, not
-    # two: clang kept the two in memory, 1.12-1.16x gcc's time).
+    # carries i alone, and j is s[k] + t - i: one loop-carried register per
+    # chain, not two.
     while True:
         steps = end[0] - j[0]
         for k in range(1, CHAINS):
