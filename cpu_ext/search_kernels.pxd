@@ -73,11 +73,12 @@ cdef enum:
     # misses unoverlapped, 24 and 32 spill registers).
     LANES = 16
     # Independent merges interleaved in one loop, to hide the loop-carried
-    # latency. With one register of state per chain (merge_kernel carries i
-    # alone), 8 chains fit x86-64's registers under gcc and clang; against 6
-    # chains of two registers each, gcc's build took 0.87-0.99x the time of
-    # the promised call on sorted N = M = 1e5 and 1e7 in int32, int64 and
-    # float64 (bench/wheel_speed.py, the old build as the "wheel").
+    # latency. With one loop-carried register per chain (merge_kernel carries
+    # i alone), 8 chains against the old 6 chains of two registers each: gcc's
+    # build took 0.87-0.99x the time of the promised call on sorted N = M =
+    # 1e5 and 1e7 in int32, int64 and float64 (bench/wheel_speed.py, the old
+    # build as the "wheel"). Both gcc and clang still keep some chain state on
+    # the stack at 8.
     CHAINS = 8
     # Elements the order checks look at between looks at their verdict.
     CHECK_BLOCK = 1024
@@ -204,7 +205,7 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     (the running sums of log-normal particle weights spent half their merge
     time so)."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t k, steps, t, first, last, total, d
+    cdef Py_ssize_t k, steps, t, first, last, total, d, next_i
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t s[CHAINS]
@@ -250,9 +251,9 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
             j[k] = s[k] + steps - i[k]
     for k in range(CHAINS):
         while j[k] < end[k]:
-            t = merge_step(a, na, v, out, i[k], j[k], right)
-            j[k] += 1 - (t - i[k])
-            i[k] = t
+            next_i = merge_step(a, na, v, out, i[k], j[k], right)
+            j[k] += 1 - (next_i - i[k])
+            i[k] = next_i
 
 
 cdef inline bint is_sorted(const key_t* v, Py_ssize_t m) noexcept nogil:
