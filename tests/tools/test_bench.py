@@ -13,7 +13,7 @@ from jaxsearch.__main__ import main
 from jaxsearch.tools.bench import plot as bench_plot
 from jaxsearch.tools.bench import searchsorted as bench_searchsorted
 from jaxsearch.tools.bench import timing
-from jaxsearch.tools.bench.format import fmt_count, fmt_ms
+from jaxsearch.tools.bench.format import fmt_count, fmt_gbps, fmt_ms
 from jaxsearch.tools.bench.peers import (
     COPY_NAME,
     JAX_FLOOR_NAME,
@@ -107,6 +107,12 @@ def test_fmt_count(n, text):
 def test_fmt_ms():
     assert [fmt_ms(s) for s in (1.2345, 0.01234, 0.0012345, 1.2e-5, None)] == \
         ["1234", "12.3", "1.23", "0.0120", "-"]
+
+
+def test_fmt_gbps_keeps_a_slow_bandwidth_above_zero():
+    # 3.6 kB in 1 ms, as a 300-key problem reads on a loaded machine: printed
+    # to two decimals it read 0.00, and a table check of "GB/s > 0" failed.
+    assert [fmt_gbps(b) for b in (3.6e6, 2.5e9, 1.234e11)] == ["0.00360", "2.50", "123"]
 
 
 def test_progress_without_a_terminal_prints_tenths():

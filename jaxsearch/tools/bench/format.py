@@ -25,15 +25,23 @@ def fmt_count(n: int) -> str:
     return f"{mant:g}e{exp}" if abs(mant - round(mant, 1)) < 1e-9 else str(n)
 
 
+def fmt_3(x: float) -> str:
+    """A positive number with three significant digits and no exponent
+    (1234 -> "1234", 1.2345 -> "1.23", 0.0012345 -> "0.00123"), so that a
+    small value never prints as zero."""
+    if x <= 0 or not math.isfinite(x):
+        return f"{x:g}"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(x)))}f}"
+
+
 def fmt_ms(seconds: float | None) -> str:
-    """Seconds as milliseconds with about three significant digits."""
-    if seconds is None:
-        return "-"
-    ms = seconds * 1e3
-    for limit, digits in ((100, 0), (10, 1), (1, 2), (0.1, 3)):
-        if ms >= limit:
-            return f"{ms:.{digits}f}"
-    return f"{ms:.4f}"
+    """Seconds as milliseconds with three significant digits."""
+    return "-" if seconds is None else fmt_3(seconds * 1e3)
+
+
+def fmt_gbps(bytes_per_s: float) -> str:
+    """Bytes per second as GB/s with three significant digits."""
+    return fmt_3(bytes_per_s / 1e9)
 
 
 def fmt_x(x: float | None) -> str:

@@ -14,6 +14,7 @@ from .format import (
     MARKER_TEXT,
     MEDIAN_TEXT,
     Footnotes,
+    fmt_gbps,
     fmt_ms,
     fmt_x,
     format_legend,
@@ -175,7 +176,7 @@ def bench_table(results: Sequence[Result]) -> str:
                              if head.seconds is None
                              else why_untimed(reference_members(rs, g), g))
             for g in groups] + [
-            ratio_notes.cell(bw, lambda x: f"{x / 1e9:.2f}", why_no_bandwidth(head)),
+            ratio_notes.cell(bw, fmt_gbps, why_no_bandwidth(head)),
             ratio_notes.cell(share, lambda x: f"{100 * x:.0f}%", why_no_bandwidth(head)
                              if bw is None else why_untimed(reference_members(rs, "copy"),
                                                             COPY_NAME)),
