@@ -115,8 +115,10 @@ def main(argv=None) -> int:
         [-np.inf, np.inf, -0.0, np.nan]]).astype(np.float32)
     rng.shuffle(v_any)
     v_sorted = np.sort(v_any)
-    # Keys for the last sizes: not a multiple of 8, so XLA pads the pieces.
-    a_odd = np.concatenate([a_short[:-(n // 100)], np.sort(rng.standard_normal(3)),
+    # Keys for the last sizes: not a multiple of 8, so XLA pads the pieces;
+    # sorted, NaN tail last, as sorted_v=True promises.
+    a_odd = np.concatenate([np.sort(np.concatenate([a_short[:-(n // 100)],
+                                                    rng.standard_normal(3)])),
                             a_short[-(n // 100):]]).astype(np.float32)
 
     def rows(x, k):  # k sorted rows from x
