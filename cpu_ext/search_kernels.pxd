@@ -235,12 +235,11 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     clamp. The clamp's compare and select were a large part of the hot
     loop: without them, the sorted merge at N = M (1e5 and 1e7, four
     dtypes, gcc) took 0.67-0.92x the time (bench/wheel_speed.py against a
-    wheel of the clamped kernel). A broken order
-    (a promise, or the running sums of negative weights) can still take i to
-    na, so the chains run in batches of at most MERGE_BATCH steps, in which
-    i grows by at most as many: a batch that cannot reach na runs unclamped,
-    any other clamped, and a broken order gives wrong indices, never a load
-    out of bounds."""
+    wheel of the clamped kernel). A broken order (a promise, or the running
+    sums of negative weights) can still take i to na, so the chains run in
+    batches of at most MERGE_BATCH steps, in which i grows by at most as
+    many: a batch that cannot reach na runs unclamped, any other clamped,
+    and a broken order gives wrong indices, never a load out of bounds."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t k, steps, t, first, last, total, d, next_i, reach
     cdef Py_ssize_t i[CHAINS]
@@ -251,7 +250,7 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
         for k in range(m):
             out[k] = 0
         return
-    # v[t] does not count a[na - 1] iff a[na - 1] is counted for v[t] with
+    # v[t] does not count a[na - 1] iff v[t] is counted for a[na - 1] with
     # the other side: on sorted needles, a prefix.
     k = count_before(v, 0, m, a[na - 1], not right)
     for t in range(k, m):
