@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.cpu_calls import CPU_SEARCH
 from helpers.keys import DTYPES_32, DTYPES_64, random_keys, sort_keys
 from helpers.served import assert_cpu_kernel, assert_jnp
 
@@ -269,10 +270,6 @@ def test_grad_is_zero_and_does_not_raise():
     ga, gv = jax.grad(loss, argnums=(0, 1))(a, jnp.array([0.25, 0.75]))
     np.testing.assert_array_equal(ga, jnp.ones_like(a))
     np.testing.assert_array_equal(gv, table[jnp.searchsorted(a, jnp.array([0.25, 0.75]))])
-
-
-CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel"))
 
 
 @pytest.mark.parametrize("kernel", cpu.KERNELS)

@@ -10,17 +10,15 @@ NaN tail.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.cpu_calls import CPU_SEARCH
 from helpers.keys import sort_keys
 
 import jaxsearch
 from jaxsearch.core import cpu
 
-CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel"))
 M = 3000  # several of the order check's 1024-needle blocks, six merge chunks
 
 

@@ -12,12 +12,11 @@ nothing) show that each case's `a` does change the merge's answers.
 
 from __future__ import annotations
 
-import zlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
 from helpers.keys import random_keys, sort_keys
 from helpers.served import assert_cpu_kernel
 
@@ -25,29 +24,10 @@ import jaxsearch
 from jaxsearch import tuning
 from jaxsearch.core import cpu
 
-SIDES = ("left", "right")
-CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel"))
 # (n, m) for each kernel the tests force: where the tuning would pick it.
 KERNEL_SIZES = {"merge": (3000, 3000), "runs": (40, 20_000), "bisect": (3000, 500)}
 # One thread, and two threads on small parts (several parts per row).
 THREADS = [(1, 1 << 16), (2, 64)]
-
-
-def seeded(*labels: object) -> np.random.Generator:
-    """A generator of the case's own, the same in every run."""
-    return np.random.default_rng(zlib.crc32("-".join(map(str, labels)).encode()))
-
-
-def like_jnp(a: np.ndarray, v: np.ndarray, side: str) -> np.ndarray:
-    """jnp's default method, row by row: a (..., n) and v (..., m) broadcast
-    over their batch dimensions."""
-    batch = np.broadcast_shapes(a.shape[:-1], v.shape[:-1])
-    a = np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1])
-    v = np.broadcast_to(v, batch + v.shape[-1:]).reshape(-1, v.shape[-1])
-    rows = jax.vmap(lambda a, v: jnp.searchsorted(a, v, side=side, method="scan"))(
-        jnp.asarray(a), jnp.asarray(v))
-    return np.asarray(rows).reshape(batch + v.shape[-1:])
 
 
 def unsorted_keys(rng: np.random.Generator, n: int, dtype: str) -> dict[str, np.ndarray]:
@@ -92,12 +72,6 @@ def needles(rng: np.random.Generator, a: np.ndarray, m: int, sort: bool) -> np.n
     v = random_keys(rng, m, a.dtype.name)
     v[: m // 4] = rng.choice(a.reshape(-1), m // 4)
     return sort_keys(v) if sort else rng.permutation(v)
-
-
-def cpu_search(a, v, side, order, kernel, threads, min_parallel) -> np.ndarray:
-    return np.asarray(CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
-                                 kernel=kernel, out_dtype=np.dtype(np.int32), threads=threads,
-                                 min_parallel=min_parallel))
 
 
 @pytest.mark.parametrize("threads, min_parallel", THREADS)

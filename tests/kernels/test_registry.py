@@ -7,14 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers.cpu_calls import CPU_SEARCH
 
 from jaxsearch import _cpu_ext, keys
 from jaxsearch.core import cpu
 from jaxsearch.core.order import ORDERS
 from jaxsearch.pallas_kernels import BACKENDS, KERNEL_KINDS, SUPPORTED_DTYPES
-
-CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel"))
 
 
 def wide(dtype) -> bool:
