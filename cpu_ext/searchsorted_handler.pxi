@@ -4,7 +4,7 @@
 # unbatched operand comes with size-1 batch dimensions, without a copy). Five
 # int32 attributes: `kernel` (KERNEL_*), `min_parallel` (needles per part, at
 # least), `order` (ORDER_*), `right` (0/1) and `threads` (at most this many
-# threads). Kernels in search_kernels.pxd.
+# threads). Kernels in search_kernels.pxd and bin_table.pxd.
 #
 # The binary search answers as jnp's default method does, on any `a`; the
 # merge and runs kernels and the lower-bound search, only where `a` is sorted
@@ -16,10 +16,14 @@
 #      check then costs less than the lower-bound search saves);
 #   1. the needles of all rows; a row whose `a` was flagged, or not checked,
 #      is binary-searched by jnp's probes.
-# For the merge, phase 0 also lists a row's descents, up to a few thousand
-# (a float32 running sum of weights has some), and flags the row only past
-# them: merge_around_descents then answers it as jnp does, merging all but
-# the needles the descents could mislead.
+# Phase 0 also lists a row's descents, up to a few thousand (a float32
+# running sum of weights has some), and flags the row only past them:
+# merge_around_descents then answers its sorted needles as jnp does, merging
+# all but the needles the descents could mislead, and the bin table
+# (bin_table.pxd) its needles in any order, probing those needles as jnp
+# does. The table of a row is built by the first part of phase 1 that
+# searches needles out of order in it, so that sorted needles never pay
+# for it.
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -35,6 +39,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
                              order_descents, merge_around_descents, CHECK_BLOCK)
+from bin_table cimport BinTable, build_bin_table, table_kernel
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -73,6 +78,13 @@ KEY_DTYPES[:] = [
 ]
 
 
+# A row's bin table, built by the first part of phase 1 that wants it.
+cdef enum:
+    TABLE_PENDING = 0
+    TABLE_BUILT = 1
+    TABLE_NONE = 2
+
+
 cdef struct SearchAttrs:
     int32_t kernel
     int32_t min_parallel
@@ -95,6 +107,10 @@ cdef struct SearchJob:
     int64_t* peaks                  # rows of a: descent_room each (order_descents)
     int64_t* valleys
     long* checks_left               # rows of a: phase 0's parts not done yet
+    BinTable* tables                # rows of a: each row's bin table; NULL: none planned
+    long* table_claims              # rows of a: parts that wanted the table
+    long* table_states              # rows of a: TABLE_PENDING, TABLE_BUILT or TABLE_NONE
+    int64_t table_rows
     long descent_room
     Shape shape
     bint right
@@ -130,25 +146,61 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
     return runs_kernel(a, na, v, nv, out, side, trust)
 
 
+cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t* a,
+                               Py_ssize_t na, Py_ssize_t descent_count) noexcept nogil:
+    """The row's bin table, or NULL where none was planned or it does not
+    pay; the first part to want it builds it, the others wait for it."""
+    cdef long state
+    if job.tables == NULL:
+        return NULL
+    if fetch_add(&job.table_claims[a_row], 1) == 0:
+        state = TABLE_NONE
+        if build_bin_table(&job.tables[a_row], a, na,
+                           job.descents + a_row * job.descent_room if descent_count else NULL,
+                           descent_count):
+            state = TABLE_BUILT
+        atomic_store(&job.table_states[a_row], state)
+    state = atomic_load(&job.table_states[a_row])
+    while state == TABLE_PENDING:
+        sched_yield()
+        state = atomic_load(&job.table_states[a_row])
+    return &job.tables[a_row] if state == TABLE_BUILT else NULL
+
+
+cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+                             idx_t* out, const SearchJob* job, int64_t a_row,
+                             Py_ssize_t descent_count, const side_t* side) noexcept nogil:
+    """Needles in any order, in a row of `a` sorted but for the descents
+    listed: by its bin table where there is one, else by the lower-bound
+    search, or jnp's probes where there are descents."""
+    cdef Py_ssize_t na = non_nan_prefix(a, n)
+    cdef const BinTable* table = row_table(job, a_row, a, na, descent_count)
+    if table != NULL:
+        table_kernel(a, na, n, v, m, out, table, side)
+    elif descent_count == 0:
+        lower_bound_kernel(a, n, v, m, out, side)
+    else:
+        bisect_kernel(a, n, v, m, out, side)
+
+
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                        idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
                        Py_ssize_t descent_count, const side_t* side) noexcept nogil:
-    """One part: m needles against a whole row of `a`, known sorted (or, for
-    the checked merge, sorted but for the descents listed) or not. Each part
-    checks its own needles, so parts of one row may take different kernels."""
+    """One part: m needles against a whole row of `a`, known sorted (or
+    sorted but for the descents listed) or not. Each part checks its own
+    needles, so parts of one row may take different kernels."""
     # jnp's probes answer any needles in any `a`, so they need no check.
     if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
-    elif job.order == ORDER_ANY or job.kernel == KERNEL_BISECT:
-        lower_bound_kernel(a, n, v, m, out, side)
+    elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY:
+        search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
     elif job.order == ORDER_SORTED:
         search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
-    elif not search_sorted(a, n, v, m, out, job.kernel, job, a_row, descent_count, side,
-                           <const Checked*>NULL):
-        if descent_count == 0:
-            lower_bound_kernel(a, n, v, m, out, side)
-        else:
-            bisect_kernel(a, n, v, m, out, side)
+    # The runs kernel takes no descents.
+    elif ((descent_count > 0 and job.kernel == KERNEL_RUNS)
+          or not search_sorted(a, n, v, m, out, job.kernel, job, a_row, descent_count, side,
+                               <const Checked*>NULL)):
+        search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
 
 
 cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t lo,
@@ -295,10 +347,16 @@ cdef void search_work(void* data) noexcept nogil:
 
 cdef void free_search_job(void* data) noexcept nogil:
     cdef SearchJob* job = <SearchJob*>data
+    cdef int64_t row
     free(job.unsorted)
     free(job.descent_counts)
     free(job.descents)  # and the peaks and valleys after them
     free(job.checks_left)
+    if job.tables != NULL:
+        for row in range(job.table_rows):
+            free(job.tables[row].start)
+    free(job.tables)
+    free(job.table_claims)  # and the states after them
     free(job)
 
 
@@ -336,7 +394,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         if job.unsorted == NULL:
             return b"jaxsearch: out of memory"
         job.descent_room = min(<int64_t>MAX_DESCENTS, job.shape.n // 64)
-        if job.kernel == KERNEL_MERGE and job.order == ORDER_CHECK and job.descent_room > 0:
+        if job.descent_room > 0:
             job.descent_counts = <long*>calloc(a_rows, sizeof(long))
             job.checks_left = <long*>malloc(a_rows * sizeof(long))
             job.descents = <int64_t*>malloc(3 * a_rows * job.descent_room * sizeof(int64_t))
@@ -346,6 +404,13 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
             job.valleys = job.peaks + a_rows * job.descent_room
             for row in range(a_rows):
                 job.checks_left[row] = job.check_slices
+        # Room for each row's bin table, built where it pays (build_bin_table).
+        job.table_rows = a_rows
+        job.tables = <BinTable*>calloc(a_rows, sizeof(BinTable))
+        job.table_claims = <long*>calloc(2 * a_rows, sizeof(long))
+        if job.tables == NULL or job.table_claims == NULL:
+            return b"jaxsearch: out of memory"
+        job.table_states = job.table_claims + a_rows
     return NULL
 
 

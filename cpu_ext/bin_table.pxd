@@ -1,0 +1,250 @@
+# The bin table: a search for needles in any order that starts each one
+# near its answer. The keys' range [a[0], a[na - 1]] is cut into equal bins;
+# a table gives, for each bin, a window of `a` that holds the answer of any
+# needle in it, about TABLE_KEYS_PER_BIN keys wide on evenly spread keys. A
+# needle then takes one table lookup and a binary search of its window
+# (about 5 levels) instead of a binary search of all of `a` (20 levels at
+# 1e6 keys, the last of them cache misses), and the windows of a block of
+# needles are found, and their first probes prefetched, before any is
+# searched. Built from every TABLE_STRIDE-th key, in O(na / TABLE_STRIDE).
+#
+# Exact on any `a`, as jnp answers: a needle x whose predicate "a[i] is
+# counted for x" is monotone in i (every needle, where `a` is sorted) has
+# one boundary r, which every correct search finds, and r lies in its
+# bin's window (see bin_window). Where it is not monotone, x lies in
+# [a[d], a[d - 1]] for some descent d of `a` (see merge_around_descents):
+# the bins those intervals meet are marked, and their needles take jnp's
+# own probes (probe_later). Skewed keys crowd some bins, whose windows are
+# then wider: never more levels than a binary search of all of `a`, plus
+# the lookup.
+from libc.stdint cimport int64_t, uint32_t
+from libc.stdlib cimport free, malloc, qsort
+
+from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_nan,
+                             count_before, probe_levels, probe_lanes, probe_one,
+                             NeedleRange, by_lo, disjoint)
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
+
+cdef enum:
+    # Keys of `a` per bin, on evenly spread keys: 8 and 16 measured alike
+    # (float32, N = M = 1e6), 4 slower to build, 32 slower to search.
+    TABLE_KEYS_PER_BIN = 8
+    # Every TABLE_STRIDE-th key places its bin: a window reaches back
+    # TABLE_STRIDE - 1 keys before the first such key of its bin.
+    TABLE_STRIDE = 8
+    # Groups of LANES needles whose windows are found before any of them is
+    # searched, so that the lookups' and the first probes' cache misses
+    # overlap (8 groups: 1.4x faster than one at a time, N = M = 1e6).
+    TABLE_GROUPS = 8
+    # Bytes of `a` below which a plain binary search is as fast, its keys in
+    # the first levels of cache (one core, against lower_bound_kernel: N =
+    # 1e4 0.87-1.0x, 3e4 0.9-1.2x, 1e5 1.07-1.34x, 3e5 1.2-1.9x, from 1e5
+    # needles up; 8-byte keys gain from fewer keys than 4-byte ones).
+    TABLE_MIN_BYTES = 131072  # 2**17
+    # A table entry: a position below 2^30 (rows of more keys take no
+    # table), and a bit that marks a bin some descent's interval meets.
+    POSITION = 0x3fffffff
+    MARKED = 0x40000000
+
+
+cdef struct BinTable:
+    double low          # a[0], as a double
+    double scale        # bins per unit of key
+    double last_bin     # bins - 1, as a double
+    Py_ssize_t bins
+    # bins + 1 entries: start[b] is the position of the first sampled key
+    # (every TABLE_STRIDE-th) whose bin is b or later, or na; with the bit
+    # MARKED where bin b is marked.
+    uint32_t* start
+
+
+cdef inline Py_ssize_t bin_of(const BinTable* t, key_t x) noexcept nogil:
+    """x's bin: non-decreasing in x (every step rounds monotonically), in
+    [0, bins); a NaN goes to bin 0 (its answer is found elsewhere)."""
+    cdef double u = (<double>x - t.low) * t.scale
+    u = u if u >= 0 else 0.0  # also NaN
+    u = u if u <= t.last_bin else t.last_bin
+    return <Py_ssize_t>u
+
+
+cdef inline bint build_bin_table(BinTable* t, const key_t* a, Py_ssize_t na,
+                                 const int64_t* descents, Py_ssize_t count) noexcept nogil:
+    """The table of a row of `a` whose first na keys hold no NaN, whose
+    `count` descents (a[d - 1] > a[d]) are listed; False where a table
+    does not pay or cannot be made (few keys, an infinite or empty range,
+    positions past POSITION, out of memory), and t.start is then NULL."""
+    cdef double low, span
+    cdef Py_ssize_t i, b
+    t.start = NULL
+    if na * <Py_ssize_t>sizeof(key_t) < TABLE_MIN_BYTES or na > <Py_ssize_t>POSITION:
+        return False
+    low = <double>a[0]
+    span = <double>a[na - 1] - low
+    if not (span > 0) or span - span != 0:  # keys all equal, or not finite
+        return False
+    t.bins = na // TABLE_KEYS_PER_BIN
+    t.low, t.scale, t.last_bin = low, t.bins / span, <double>(t.bins - 1)
+    t.start = <uint32_t*>malloc((t.bins + 1) * sizeof(uint32_t))
+    if t.start == NULL:
+        return False
+    for b in range(t.bins + 1):
+        t.start[b] = <uint32_t>na
+    # From the back, so that each bin keeps its first sampled key; then each
+    # bin takes the least of its own and the later bins' (empty bins, and
+    # bins out of order around a descent).
+    i = (na - 1) - (na - 1) % TABLE_STRIDE
+    while i >= 0:
+        t.start[bin_of(t, a[i])] = <uint32_t>i
+        i -= TABLE_STRIDE
+    for b in range(t.bins - 1, -1, -1):
+        t.start[b] = min(t.start[b], t.start[b + 1])
+    return mark_descents(t, a, descents, count)
+
+
+cdef inline bint mark_descents(BinTable* t, const key_t* a, const int64_t* descents,
+                               Py_ssize_t count) noexcept nogil:
+    """Marks the bins of each descent's interval [a[d], a[d - 1]], the
+    intervals joined first, so that the marks cost O(bins + count log
+    count) however wide and many they are; False (the table freed) when
+    out of memory."""
+    cdef NeedleRange* bins
+    cdef Py_ssize_t k, b, held
+    if count == 0:
+        return True
+    bins = <NeedleRange*>malloc(count * sizeof(NeedleRange))
+    if bins == NULL:
+        free(t.start)
+        t.start = NULL
+        return False
+    for k in range(count):
+        bins[k].lo = bin_of(t, a[descents[k]])
+        bins[k].hi = bin_of(t, a[descents[k] - 1]) + 1
+    qsort(bins, count, sizeof(NeedleRange), by_lo)
+    held = disjoint(bins, count)
+    for k in range(held):
+        for b in range(bins[k].lo, bins[k].hi):
+            t.start[b] |= MARKED
+    free(bins)
+    return True
+
+
+cdef inline Py_ssize_t bin_window(const BinTable* t, Py_ssize_t b, Py_ssize_t* last) noexcept nogil:
+    """The window [first, last] of bin b: it holds the boundary r of any
+    needle x in bin b whose predicate is monotone. The keys at r and after
+    are not counted for x, so their bins are b or later, and the first
+    sampled one, at most TABLE_STRIDE - 1 after r, is at start[b] or later;
+    the keys before r are counted, so their bins are b or earlier, and
+    start[b + 1] is r or later."""
+    last[0] = t.start[b + 1] & POSITION
+    return max(<Py_ssize_t>(t.start[b] & POSITION) - (TABLE_STRIDE - 1), <Py_ssize_t>0)
+
+
+cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, idx_t* out,
+                                 const BinTable* t, const side_t* side) noexcept nogil:
+    """out for the block of TABLE_GROUPS * LANES needles at v, each group of LANES
+    searched over one window length (the group's widest, so that the lanes
+    run in lock-step as in lower_bound_kernel), each lane's window moved
+    left where it would pass na. Marked and NaN needles get a lane too;
+    their answers are replaced by the caller, where the result (MARKED, or
+    1 for a NaN) is not 0."""
+    cdef bint right = side_t is RightSide
+    cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
+    cdef Py_ssize_t width[TABLE_GROUPS]
+    cdef const key_t* base[LANES]
+    cdef const key_t* p
+    cdef key_t x[LANES]
+    cdef Py_ssize_t g, k, b, w, last, length, half
+    cdef uint32_t marks = 0
+    for g in range(TABLE_GROUPS):
+        w = 1
+        for k in range(g * LANES, (g + 1) * LANES):
+            b = bin_of(t, v[k])
+            marks |= (t.start[b] & MARKED) | <uint32_t>is_nan(v[k])
+            lo[k] = bin_window(t, b, &last)
+            w = max(w, last - lo[k] + 1)
+        w = min(w, na)
+        width[g] = w
+        for k in range(g * LANES, (g + 1) * LANES):
+            lo[k] = min(lo[k], na - w)
+            prefetch(a + lo[k] + (w >> 1))
+    for g in range(TABLE_GROUPS):
+        for k in range(LANES):
+            base[k] = a + lo[g * LANES + k]
+            x[k] = v[g * LANES + k]
+        length = width[g]
+        while length > 1:
+            half = length >> 1
+            for k in range(LANES):
+                p = base[k]
+                base[k] = p + half if before(p[half], x[k], right) else p
+            length -= half
+        for k in range(LANES):
+            # An index from a difference of bytes, as in lower_bound_kernel.
+            out[g * LANES + k] = <idx_t>((<const char*>base[k] - <const char*>a) // sizeof(key_t)
+                                         + before(base[k][0], x[k], right))
+    return marks
+
+
+cdef struct Probes:
+    # Needles of marked bins waiting for jnp's probes, LANES at a time.
+    Py_ssize_t at[LANES]
+    Py_ssize_t count
+
+
+cdef inline void probe_later(Probes* probes, const key_t* a, Py_ssize_t n, int levels,
+                             const key_t* v, idx_t* out, Py_ssize_t k,
+                             const side_t* side) noexcept nogil:
+    """Queues needle k for jnp's probes, and probes the queue in lock-step
+    (probe_lanes) once it holds LANES needles: where a float32 running sum
+    of 1e7 weights has 11,000 descents, a needle in a hundred is marked,
+    and one at a time their probes' cache misses cost the row 2.5x."""
+    cdef key_t x[LANES]
+    cdef idx_t answers[LANES]
+    cdef Py_ssize_t q
+    probes.at[probes.count] = k
+    probes.count += 1
+    if probes.count < LANES:
+        return
+    for q in range(LANES):
+        x[q] = v[probes.at[q]]
+    probe_lanes(a, n, levels, x, answers, side)
+    for q in range(LANES):
+        out[probes.at[q]] = answers[q]
+    probes.count = 0
+
+
+cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
+                              Py_ssize_t m, idx_t* out, const BinTable* t,
+                              const side_t* side) noexcept nogil:
+    """Any needles in a row of `a` whose first na keys hold no NaN and are
+    sorted but for the descents marked in `t`, as jnp's probes answer them:
+    blocks of TABLE_GROUPS * LANES by table_block, the rest one by one; a
+    NaN needle gets na (left) or n (right), where jnp's probes end with NaNs
+    last; the needles of marked bins, jnp's probes (probe_later)."""
+    cdef bint right = side_t is RightSide
+    cdef int levels = probe_levels(n)
+    cdef Py_ssize_t nan_answer = n if right else na
+    cdef Py_ssize_t j = 0, k, b, first, last
+    cdef Probes probes
+    probes.count = 0
+    while j + TABLE_GROUPS * LANES <= m:
+        if table_block(a, na, v + j, out + j, t, side):
+            for k in range(j, j + TABLE_GROUPS * LANES):
+                if is_nan(v[k]):
+                    out[k] = <idx_t>nan_answer
+                elif t.start[bin_of(t, v[k])] & MARKED:
+                    probe_later(&probes, a, n, levels, v, out, k, side)
+        j += TABLE_GROUPS * LANES
+    for k in range(j, m):
+        b = bin_of(t, v[k])
+        if is_nan(v[k]):
+            out[k] = <idx_t>nan_answer
+        elif t.start[b] & MARKED:
+            probe_later(&probes, a, n, levels, v, out, k, side)
+        else:
+            first = bin_window(t, b, &last)
+            out[k] = <idx_t>count_before(a, first, min(last, na), v[k], right)
+    for k in range(probes.count):
+        out[probes.at[k]] = <idx_t>probe_one(a, n, levels, v[probes.at[k]], right)

@@ -1,0 +1,131 @@
+"""The CPU bin table (cpu_ext/bin_table.pxd): needles in any order, each
+searched in the window of `a` that its bin's table entry gives, answer as
+jnp's default method does.
+
+The table serves rows of `a` of at least 128 KiB that are sorted, or sorted
+but for a few descents, whose needles are out of order: these rows are that
+long. Each case differs from the table's easy one (evenly spread keys) in a
+way its exactness argument has to cover: crowded and empty bins, keys equal
+over whole bins, a NaN tail, infinite ends (no table), needles outside the
+keys' range, signed zeros, integers beyond a double's precision, and
+descents, whose bins' needles take jnp's probes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
+
+# Keys of a row, enough for a table at every key width tested.
+N_FLOAT32 = 40_000  # 160 KB
+# Needles: blocks of 128 and a tail of 77 past them.
+M = 4_813
+# One thread with one part; two threads with parts of 700 needles, so that
+# several parts wait on one row's table while another builds it.
+THREADS = [(1, 1 << 16), (2, 700)]
+
+
+def float_rows(rng: np.random.Generator, n: int, dtype: str) -> dict[str, np.ndarray]:
+    """Rows of `a`, sorted (NaN last) but for the descents of the last two."""
+    normal = np.sort(rng.standard_normal(n)).astype(dtype)
+    crowded = np.sort(rng.lognormal(0, 3, n)).astype(dtype)  # most keys in a few bins
+    steps = np.repeat(np.sort(rng.standard_normal(n // 2000)), 2000).astype(dtype)
+    nan_tail = normal.copy()
+    nan_tail[-n // 10:] = np.nan
+    zeros = np.sort(np.concatenate([rng.standard_normal(n - n // 4),
+                                    rng.choice([0.0, -0.0], n // 4)])).astype(dtype)
+    inf_ends = normal.copy()
+    inf_ends[[0, -1]] = -np.inf, np.inf
+    descents = normal.copy()
+    at = rng.choice(np.arange(1, n), 30, replace=False)
+    descents[at] = np.nextafter(descents[at - 1], -np.inf)  # steps down of an ulp
+    wide = normal.copy()
+    wide[n // 3:n // 2] -= 1  # a descent whose interval spans many bins
+    return {"normal": normal, "crowded bins": crowded, "equal over whole bins": steps,
+            "NaN tail": nan_tail, "signed zeros": zeros, "infinite ends": inf_ends,
+            "descents of an ulp": descents, "wide descents": wide}
+
+
+def needles_for(rng: np.random.Generator, a: np.ndarray, m: int) -> np.ndarray:
+    """Unsorted needles: keys of `a` and their neighbours, values inside and
+    outside its range, NaN, +-inf and +-0.0."""
+    keys = rng.choice(a, m // 3)
+    finite = a[np.isfinite(a)]
+    spread = np.ptp(finite) if finite.size else 1.0
+    v = np.concatenate([
+        keys, np.nextafter(keys, np.inf), np.nextafter(keys, -np.inf),
+        rng.uniform(np.min(finite) - spread / 4, np.max(finite) + spread / 4, m),
+        [np.nan, np.inf, -np.inf, 0.0, -0.0]]).astype(a.dtype)
+    return rng.permutation(v)[:m]
+
+
+def assert_like_jnp(a: np.ndarray, v: np.ndarray, what: str) -> None:
+    for side in SIDES:
+        want = like_jnp(a, v, side)
+        for kernel, order in [("bisect", "any"), ("bisect", "check"), ("merge", "check")]:
+            for threads, min_parallel in THREADS:
+                got = cpu_search(a, v, side, order, kernel, threads, min_parallel)
+                np.testing.assert_array_equal(
+                    got, want, err_msg=f"{what}, {side}, {kernel}/{order}, {threads} threads")
+
+
+@pytest.mark.parametrize("case", list(float_rows(seeded("names"), 4000, "float32")))
+def test_float32_rows(case):
+    rng = seeded("float32", case)
+    a = float_rows(rng, N_FLOAT32, "float32")[case]
+    assert_like_jnp(a, needles_for(rng, a, M), case)
+
+
+@pytest.mark.parametrize("case", ["normal", "crowded bins", "NaN tail", "descents of an ulp"])
+def test_float64_rows(x64, case):
+    rng = seeded("float64", case)
+    a = float_rows(rng, N_FLOAT32 // 2, "float64")[case]
+    assert_like_jnp(a, needles_for(rng, a, M), case)
+
+
+def test_the_descents_mislead_a_plain_search():
+    """The control for the descents: the lower-bound search, which takes `a`
+    sorted (the "sorted" order with the bisect kernel), answers otherwise
+    than jnp on this row, so the table's answers being jnp's shows the
+    descents' bins probed as jnp probes."""
+    rng = seeded("control")
+    a = float_rows(rng, N_FLOAT32, "float32")["descents of an ulp"]
+    v = needles_for(rng, a, M)
+    assert (cpu_search(a, v, "left", "sorted", "bisect", 1, 1 << 16)
+            != like_jnp(a, v, "left")).any()
+
+
+@pytest.mark.parametrize("dtype, n", [("int8", 140_000), ("uint16", 70_000), ("int32", 40_000),
+                                      ("uint32", 40_000), ("int64", 20_000), ("uint64", 20_000)])
+def test_integer_rows(x64, dtype, n):
+    """Sorted integers over the dtype's whole range (keys a double cannot
+    tell apart share a bin) and over a narrow one (many equal keys)."""
+    rng = seeded("int", dtype)
+    info = np.iinfo(dtype)
+    wide = np.sort(rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype))
+    wide[[0, -1]] = info.min, info.max
+    near_max = np.sort(rng.integers(max(info.min, info.max - 5000), info.max, n, endpoint=True,
+                                    dtype=dtype))
+    narrow = np.sort(rng.integers(0, 100, n, dtype=dtype))
+    for name, a in {"whole range": wide, "next to the maximum": near_max,
+                    "narrow": narrow}.items():
+        v = np.concatenate([rng.choice(a, M // 2),
+                            rng.integers(info.min, info.max, M - M // 2, endpoint=True,
+                                         dtype=dtype)])
+        assert_like_jnp(a, rng.permutation(v), f"{dtype}, {name}")
+
+
+def test_rows_of_a_each_with_its_table():
+    """Batched: rows of `a` (one with descents) against rows of needles, and
+    one row of `a` broadcast over many rows of needles (one table, shared)."""
+    rng = seeded("rows")
+    rows = float_rows(rng, N_FLOAT32, "float32")
+    a = np.stack([rows["normal"], rows["descents of an ulp"], rows["crowded bins"]])
+    v = np.stack([needles_for(rng, row, M) for row in a])
+    for a_rows, v_rows in [(a, v), (a[:1], v), (a[1:2], v)]:
+        for side in SIDES:
+            want = like_jnp(a_rows, v_rows, side)
+            for threads, min_parallel in THREADS:
+                got = cpu_search(a_rows, v_rows, side, "check", "merge", threads, min_parallel)
+                np.testing.assert_array_equal(got, want, err_msg=f"{a_rows.shape}, {side}")
