@@ -21,7 +21,7 @@ from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport free, malloc, qsort
 
 from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_nan,
-                             count_before, probe_levels, probe_lanes, probe_one,
+                             count_before, narrow_lanes, probe_levels, probe_lanes, probe_one,
                              NeedleRange, by_lo, disjoint)
 
 cdef extern from *:
@@ -153,9 +153,8 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
     cdef Py_ssize_t width[TABLE_GROUPS]
     cdef const key_t* base[LANES]
-    cdef const key_t* p
     cdef key_t x[LANES]
-    cdef Py_ssize_t g, k, b, w, last, length, half
+    cdef Py_ssize_t g, k, b, w, last
     cdef uint32_t marks = 0
     for g in range(TABLE_GROUPS):
         w = 1
@@ -173,13 +172,7 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
         for k in range(LANES):
             base[k] = a + lo[g * LANES + k]
             x[k] = v[g * LANES + k]
-        length = width[g]
-        while length > 1:
-            half = length >> 1
-            for k in range(LANES):
-                p = base[k]
-                base[k] = p + half if before(p[half], x[k], right) else p
-            length -= half
+        narrow_lanes(base, x, width[g], right)
         for k in range(LANES):
             # An index from a difference of bytes, as in lower_bound_kernel.
             out[g * LANES + k] = <idx_t>((<const char*>base[k] - <const char*>a) // sizeof(key_t)

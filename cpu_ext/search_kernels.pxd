@@ -455,6 +455,22 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
         j += LANES
 
 
+cdef inline void narrow_lanes(const key_t** base, const key_t* x, Py_ssize_t length,
+                              bint right) noexcept nogil:
+    """Each lane's window base[k][0:length], length >= 1, narrowed in
+    lock-step to its one key base[k][0] after which x[k]'s boundary lies
+    (the boundary is then base[k] + before(base[k][0], x[k])). Branch-free:
+    the lanes share one interval length, so one select per lane and level."""
+    cdef Py_ssize_t half, k
+    cdef const key_t* p
+    while length > 1:
+        half = length >> 1
+        for k in range(LANES):
+            p = base[k]
+            base[k] = p + half if before(p[half], x[k], right) else p
+        length -= half
+
+
 cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                                     idx_t* out, const side_t* side) noexcept nogil:
     """Any needles in a sorted `a` (NaN last): branch-free binary searches
@@ -471,10 +487,9 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     # half or 0 and an add (1.1-1.3x slower lanes than gcc's lea and cmov);
     # on a pointer it keeps the cmov, and gcc's int lanes ran 5-15% faster.
     cdef const key_t* base[LANES]
-    cdef const key_t* p
     # The group's needles, copied, so that the lanes read them at fixed offsets.
     cdef key_t x[LANES]
-    cdef Py_ssize_t j = 0, k, length, half, lo
+    cdef Py_ssize_t j = 0, k, lo
     if na == 0:
         for j in range(m):
             out[j] = <idx_t>(nan_answer if is_nan(v[j]) else 0)
@@ -483,13 +498,7 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
         for k in range(LANES):
             base[k] = a
             x[k] = v[j + k]
-        length = na
-        while length > 1:
-            half = length >> 1
-            for k in range(LANES):
-                p = base[k]
-                base[k] = p + half if before(p[half], x[k], right) else p
-            length -= half
+        narrow_lanes(base, x, na, right)
         for k in range(LANES):
             # The window's index, from a difference of bytes: Cython's
             # overflowcheck (meson's debug_checks) subtracts typed pointers
