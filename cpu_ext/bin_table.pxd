@@ -141,14 +141,21 @@ cdef inline Py_ssize_t bin_window(const BinTable* t, Py_ssize_t b, Py_ssize_t* l
     return max(<Py_ssize_t>(t.start[b] & POSITION) - (TABLE_STRIDE - 1), <Py_ssize_t>0)
 
 
+cdef inline uint32_t aside_flag(const BinTable* t, Py_ssize_t b, key_t x) noexcept nogil:
+    """Not 0 for a needle x of bin b that its window does not answer: MARKED
+    for a marked bin, 1 for a NaN."""
+    return (t.start[b] & MARKED) | <uint32_t>is_nan(x)
+
+
 cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, idx_t* out,
-                                 const BinTable* t, const side_t* side) noexcept nogil:
+                                 uint32_t* aside, const BinTable* t,
+                                 const side_t* side) noexcept nogil:
     """out for the block of TABLE_GROUPS * LANES needles at v, each group of LANES
     searched over one window length (the group's widest, so that the lanes
     run in lock-step as in lower_bound_kernel), each lane's window moved
     left where it would pass na. Marked and NaN needles get a lane too;
-    their answers are replaced by the caller, where the result (MARKED, or
-    1 for a NaN) is not 0."""
+    their answers are replaced by the caller, which finds them by `aside`
+    (aside_flag of each needle) where the result, the flags' union, is not 0."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
     cdef Py_ssize_t width[TABLE_GROUPS]
@@ -160,7 +167,8 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
         w = 1
         for k in range(g * LANES, (g + 1) * LANES):
             b = bin_of(t, v[k])
-            marks |= (t.start[b] & MARKED) | <uint32_t>is_nan(v[k])
+            aside[k] = aside_flag(t, b, v[k])
+            marks |= aside[k]
             lo[k] = bin_window(t, b, &last)
             w = max(w, last - lo[k] + 1)
         w = min(w, na)
@@ -208,6 +216,17 @@ cdef inline void probe_later(Probes* probes, const key_t* a, Py_ssize_t n, int l
     probes.count = 0
 
 
+cdef inline void answer_aside(Probes* probes, const key_t* a, Py_ssize_t n, int levels,
+                              Py_ssize_t nan_answer, const key_t* v, idx_t* out, Py_ssize_t k,
+                              uint32_t flag, const side_t* side) noexcept nogil:
+    """Needle k, set aside by its flag (aside_flag): a NaN's answer (in a
+    marked bin too), or jnp's probes queued (probe_later)."""
+    if flag & 1:
+        out[k] = <idx_t>nan_answer
+    else:
+        probe_later(probes, a, n, levels, v, out, k, side)
+
+
 cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
                               Py_ssize_t m, idx_t* out, const BinTable* t,
                               const side_t* side) noexcept nogil:
@@ -220,22 +239,22 @@ cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const
     cdef int levels = probe_levels(n)
     cdef Py_ssize_t nan_answer = n if right else na
     cdef Py_ssize_t j = 0, k, b, first, last
+    cdef uint32_t aside[TABLE_GROUPS * LANES]
+    cdef uint32_t flag
     cdef Probes probes
     probes.count = 0
     while j + TABLE_GROUPS * LANES <= m:
-        if table_block(a, na, v + j, out + j, t, side):
-            for k in range(j, j + TABLE_GROUPS * LANES):
-                if is_nan(v[k]):
-                    out[k] = <idx_t>nan_answer
-                elif t.start[bin_of(t, v[k])] & MARKED:
-                    probe_later(&probes, a, n, levels, v, out, k, side)
+        if table_block(a, na, v + j, out + j, aside, t, side):
+            for k in range(TABLE_GROUPS * LANES):
+                if aside[k]:
+                    answer_aside(&probes, a, n, levels, nan_answer, v, out, j + k, aside[k],
+                                 side)
         j += TABLE_GROUPS * LANES
     for k in range(j, m):
         b = bin_of(t, v[k])
-        if is_nan(v[k]):
-            out[k] = <idx_t>nan_answer
-        elif t.start[b] & MARKED:
-            probe_later(&probes, a, n, levels, v, out, k, side)
+        flag = aside_flag(t, b, v[k])
+        if flag:
+            answer_aside(&probes, a, n, levels, nan_answer, v, out, k, flag, side)
         else:
             first = bin_window(t, b, &last)
             out[k] = <idx_t>count_before(a, first, min(last, na), v[k], right)

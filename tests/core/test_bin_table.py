@@ -27,7 +27,7 @@ THREADS = [(1, 1 << 16), (2, 700)]
 
 
 def float_rows(rng: np.random.Generator, n: int, dtype: str) -> dict[str, np.ndarray]:
-    """Rows of `a`, sorted (NaN last) but for the descents of the last two."""
+    """Rows of `a`, sorted (NaN last) but for the descents of the last three."""
     normal = np.sort(rng.standard_normal(n)).astype(dtype)
     crowded = np.sort(rng.lognormal(0, 3, n)).astype(dtype)  # most keys in a few bins
     steps = np.repeat(np.sort(rng.standard_normal(n // 2000)), 2000).astype(dtype)
@@ -40,11 +40,14 @@ def float_rows(rng: np.random.Generator, n: int, dtype: str) -> dict[str, np.nda
     descents = normal.copy()
     at = rng.choice(np.arange(1, n), 30, replace=False)
     descents[at] = np.nextafter(descents[at - 1], -np.inf)  # steps down of an ulp
+    first_bin = normal.copy()
+    first_bin[1] = np.nextafter(first_bin[0], -np.inf)  # marks bin 0, where NaN needles go
     wide = normal.copy()
     wide[n // 3:n // 2] -= 1  # a descent whose interval spans many bins
     return {"normal": normal, "crowded bins": crowded, "equal over whole bins": steps,
             "NaN tail": nan_tail, "signed zeros": zeros, "infinite ends": inf_ends,
-            "descents of an ulp": descents, "wide descents": wide}
+            "descents of an ulp": descents, "a descent in the first bin": first_bin,
+            "wide descents": wide}
 
 
 def needles_for(rng: np.random.Generator, a: np.ndarray, m: int) -> np.ndarray:
