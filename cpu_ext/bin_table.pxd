@@ -180,7 +180,7 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
         for k in range(LANES):
             base[k] = a + lo[g * LANES + k]
             x[k] = v[g * LANES + k]
-        narrow_lanes(base, x, width[g], right)
+        narrow_lanes(base, x, width[g], side)
         for k in range(LANES):
             # An index from a difference of bytes, as in lower_bound_kernel.
             out[g * LANES + k] = <idx_t>((<const char*>base[k] - <const char*>a) // sizeof(key_t)
