@@ -234,21 +234,39 @@ cdef inline void merge_batch(const key_t* a, Py_ssize_t na, const key_t* v, idx_
         i[k] = at[k]
 
 
-cdef inline Py_ssize_t merge_split(const key_t* a, Py_ssize_t lo, Py_ssize_t hi,
-                                   const key_t* v, Py_ssize_t m, Py_ssize_t d,
-                                   bint right) noexcept nogil:
+cdef inline void merge_splits(const key_t* a, Py_ssize_t lo, Py_ssize_t hi,
+                              const key_t* v, Py_ssize_t m, const Py_ssize_t* d,
+                              Py_ssize_t* split, const side_t* side) noexcept nogil:
     """Where the merge of a[lo:hi] with v[0:m], started at (lo, 0), stands
-    after d steps: lo + the a's it has counted by then (the needles resolved
-    are d minus those). A binary search along the diagonal (merge path): the
-    step's a is counted before needle v[d - t - 1] for the first t only."""
-    cdef Py_ssize_t t_lo = max(<Py_ssize_t>0, d - m), t_hi = min(d, hi - lo), mid
-    while t_lo < t_hi:
-        mid = t_lo + (t_hi - t_lo) // 2
-        if before(a[lo + mid], v[d - mid - 1], right):
-            t_lo = mid + 1
-        else:
-            t_hi = mid
-    return lo + t_lo
+    after d[k] steps, for each of the CHAINS k: split[k] = lo + the a's it
+    has counted by then (the needles resolved are d[k] minus those). Binary
+    searches along the diagonals (merge path): the step's a is counted
+    before needle v[d[k] - t - 1] for the first t only. The CHAINS searches
+    run in lock-step, so that their loads overlap: one after the other,
+    each level waited for its load (the splits of the short merges of
+    searchsorted_cumsum's segments took a third of their time so)."""
+    cdef bint right = side_t is RightSide
+    cdef Py_ssize_t base[CHAINS]
+    cdef Py_ssize_t n[CHAINS]
+    cdef Py_ssize_t k, half, t
+    cdef bint searching = True
+    # Chain k's answer lies in base[k] + [0, n[k]].
+    for k in range(CHAINS):
+        base[k] = max(<Py_ssize_t>0, d[k] - m)
+        n[k] = max(<Py_ssize_t>0, min(d[k], hi - lo) - base[k])
+    while searching:
+        searching = False
+        for k in range(CHAINS):
+            if n[k] > 1:
+                half = n[k] >> 1
+                t = base[k] + half
+                base[k] = t if before(a[lo + t], v[d[k] - t - 1], right) else base[k]
+                n[k] -= half
+                searching = True
+    for k in range(CHAINS):
+        if n[k] > 0:
+            base[k] += before(a[lo + base[k]], v[d[k] - base[k] - 1], right)
+        split[k] = lo + base[k]
 
 
 cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
@@ -275,10 +293,11 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     many: a batch that cannot reach na runs unclamped, any other clamped,
     and a broken order gives wrong indices, never a load out of bounds."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t k, steps, t, first, last, total, d, next_i, reach
+    cdef Py_ssize_t k, steps, t, first, last, total, next_i, reach
     cdef Py_ssize_t i[CHAINS]
     cdef Py_ssize_t j[CHAINS]
     cdef Py_ssize_t s[CHAINS]
+    cdef Py_ssize_t d[CHAINS]
     cdef Py_ssize_t end[CHAINS]
     if na == 0:
         for k in range(m):
@@ -296,9 +315,10 @@ cdef inline void merge_kernel(const key_t* a, Py_ssize_t na, const key_t* v,
     last = count_before(a, first, na, v[m - 1], right)
     total = (last - first) + m
     for k in range(CHAINS):
-        d = total * k // CHAINS  # the chain's first step
-        i[k] = merge_split(a, first, last, v, m, d, right)
-        j[k] = d - (i[k] - first)
+        d[k] = total * k // CHAINS  # the chain's first step
+    merge_splits(a, first, last, v, m, d, i, side)
+    for k in range(CHAINS):
+        j[k] = d[k] - (i[k] - first)
         # Out of order (a broken promise), the splits need not increase:
         # keep the chains' needle ranges consecutive, so that every needle
         # is written and none twice.
