@@ -25,7 +25,7 @@ from search_kernels cimport (idx_t, side_t, LeftSide, RightSide, is_nan, non_nan
                              in_order, bisect_kernel)
 cimport cumsum_search
 from cumsum_search cimport (weight_t, MERGE_BLOCK, as_double, segment_sum, needles_before,
-                            running_sums, merge_segment)
+                            needles_before_from, running_sums, merge_segment)
 
 cdef enum:
     CUMSUM_PHASES = 3
@@ -160,7 +160,12 @@ cdef void cumsum_merge_part(CumsumJob* job, long part, const weight_t* w, const 
             running_sums(w + start, count, bases[k], job.prefix + row * n + start)
             continue
         running_sums(w + start, count, bases[k], sums)
-        hi = m if k == job.segments - 1 else needles_before(v, m, bases[k + 1], right)
+        if k == job.segments - 1:
+            hi = m
+        elif k == first + SEGMENTS_PER_PART - 1:
+            hi = needles_before(v, m, bases[k + 1], right)  # the next part's lo
+        else:
+            hi = needles_before_from(v, lo, m, bases[k + 1], right)
         merge_segment(sums, count, v + lo, max(hi - lo, 0), out + lo, start, block, side)
         lo = max(lo, hi)
 

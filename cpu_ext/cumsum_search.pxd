@@ -72,6 +72,20 @@ cdef inline Py_ssize_t needles_before(const weight_t* v, Py_ssize_t m, double ba
     return lo
 
 
+cdef inline Py_ssize_t needles_before_from(const weight_t* v, Py_ssize_t lo, Py_ssize_t m,
+                                           double base, bint right) noexcept nogil:
+    """needles_before for needles whose answers before v[lo] are known to
+    be before `base`: an exponential search from lo, O(log(answer - lo))
+    probes near lo, where needles_before's first probes miss the cache all
+    over v (a segment's needles follow the last one's). The same answer as
+    needles_before on sorted needles."""
+    cdef Py_ssize_t step = 1
+    while lo + step <= m and not sum_before(base, v[lo + step - 1], right):
+        lo += step
+        step <<= 1
+    return lo + needles_before(v + lo, min(step - 1, m - lo), base, right)
+
+
 cdef inline void running_sums(const weight_t* w, Py_ssize_t count, double base,
                               double* out) noexcept nogil:
     """out[t] = base + w[0] + ... + w[t] for t < count, in double.
