@@ -5,8 +5,9 @@ in one process.
     python bench/wheel_speed.py dist/jaxsearch-*.whl
     python bench/wheel_speed.py dist/jaxsearch-*.whl --check   # exit 1 past 5% slower
 
-The installed jaxsearch's `_cpu_ext` (built by `pip install .`, gcc here)
-serves every call as usual; the wheel's `_cpu_ext` is loaded beside it and
+The installed jaxsearch's extension (built by `pip install .`, gcc here;
+`_cpu_ext_x86_64_v3` where the CPU runs it, else `_cpu_ext`) serves every
+call as usual; the wheel's build of the same module is loaded beside it and
 its XLA FFI targets registered under other names. Each cell is compiled
 twice, once per build (the compiled program is checked for the target it
 calls), and the two are timed interleaved (``measure_all``), so that the
@@ -61,20 +62,24 @@ SUFFIX = "_wheel"
 
 
 def load_wheel_extension(wheel: Path, into: Path) -> ModuleType:
-    """The wheel's compiled `_cpu_ext` (or an extension module given as a
-    .so), unpacked into `into` and imported under another package name, its
-    FFI targets registered with SUFFIX."""
+    """The wheel's build of the extension module that serves this process
+    (`_cpu_ext`, or `_cpu_ext_x86_64_v3` where the CPU runs it: cpu.ISA),
+    or an extension module given as a .so, unpacked into `into` and imported
+    under another package name, its FFI targets registered with SUFFIX."""
     if wheel.suffix == ".so":
         path = wheel
     else:
+        module = cpu.EXTENSION_MODULE.rpartition(".")[2]
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.startswith("jaxsearch/_cpu_ext")
+            names = [n for n in archive.namelist() if n.startswith(f"jaxsearch/{module}.")
                      and n.endswith(".so")]
             if len(names) != 1:
-                raise SystemExit(f"{wheel}: expected one jaxsearch/_cpu_ext*.so, found {names}")
+                raise SystemExit(f"{wheel}: expected one jaxsearch/{module}.*.so, found {names}")
             path = Path(archive.extract(names[0], into))
-    # The module's init function is PyInit__cpu_ext whatever package holds it.
-    spec = importlib.util.spec_from_file_location("jaxsearch_wheel._cpu_ext", path)
+    # The module's init function is named after the module (PyInit__cpu_ext),
+    # whatever package holds it.
+    spec = importlib.util.spec_from_file_location(f"jaxsearch_wheel.{path.name.split('.')[0]}",
+                                                  path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

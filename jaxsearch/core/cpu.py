@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
+from types import ModuleType
 
 import jax
 import jax.numpy as jnp
@@ -18,26 +20,55 @@ TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 HISTOGRAM_TARGET_NAME = "jaxsearch_histogram_cpu"
 
+# Which build of the extension serves the CPU: "auto" (the x86-64-v3 build
+# where the CPU runs it, else the baseline), "x86-64-v3" (where the CPU runs
+# it) or "baseline"; read at import from this variable.
+ISA_ENV = "JAXSEARCH_CPU_ISA"
+ISA_CHOICES = ("auto", "baseline", "x86-64-v3")
+
+
+def _import_extension() -> tuple[ModuleType, str]:
+    """The extension module for this CPU, and which build it is ("baseline"
+    or "x86-64-v3"). The baseline build runs on any CPU of its architecture
+    and says whether this one runs the x86-64-v3 build, which is only
+    imported then (its code may use AVX2 anywhere, its import included)."""
+    baseline = importlib.import_module(f"{__package__.rpartition('.')[0]}._cpu_ext")
+    wanted = os.environ.get(ISA_ENV, "auto")
+    if wanted not in ISA_CHOICES:
+        warnings.warn(f"jaxsearch: {ISA_ENV}={wanted!r} is none of {ISA_CHOICES}; "
+                      "taking 'auto'", RuntimeWarning, stacklevel=3)
+        wanted = "auto"
+    if wanted == "baseline" or not baseline.runs_x86_64_v3():
+        if wanted == "x86-64-v3":
+            warnings.warn(f"jaxsearch: {ISA_ENV}=x86-64-v3, but this CPU does not run "
+                          "x86-64-v3 code; taking the baseline build", RuntimeWarning,
+                          stacklevel=3)
+        return baseline, "baseline"
+    try:
+        return importlib.import_module(f"{baseline.__name__}_x86_64_v3"), "x86-64-v3"
+    except ImportError:  # a build without it (not x86-64 when built)
+        return baseline, "baseline"
+
+
 try:
-    from .._cpu_ext import (
-        KERNEL_NAMES,
-        MAX_HISTOGRAM_EDGES,
-        MAX_SEGMENT,  # noqa: F401 (the cumsum kernel's longest segment, read by cumsum)
-        ORDER_NAMES,
-        cumsum_handler_capsule,
-        handler_capsule,
-        histogram_handler_capsule,
-    )
-    from .._cpu_ext import planned_threads as _planned_threads
+    _ext, ISA = _import_extension()
 except ImportError as exc:  # e.g. the source tree, which holds no compiled module
     UNAVAILABLE_REASON: str | None = f"the compiled extension did not import ({exc})"
+    ISA = EXTENSION_MODULE = "none"
 else:
     UNAVAILABLE_REASON = None
+    EXTENSION_MODULE = _ext.__name__
+    KERNEL_NAMES: dict[str, int] = _ext.KERNEL_NAMES
+    ORDER_NAMES: dict[str, int] = _ext.ORDER_NAMES
+    MAX_HISTOGRAM_EDGES: int = _ext.MAX_HISTOGRAM_EDGES
+    # (the cumsum kernel's longest segment, read by cumsum)
+    MAX_SEGMENT: int = _ext.MAX_SEGMENT
+    _planned_threads = _ext.planned_threads
     try:
-        jax.ffi.register_ffi_target(TARGET_NAME, handler_capsule(), platform="cpu")
-        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, cumsum_handler_capsule(),
+        jax.ffi.register_ffi_target(TARGET_NAME, _ext.handler_capsule(), platform="cpu")
+        jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, _ext.cumsum_handler_capsule(),
                                     platform="cpu")
-        jax.ffi.register_ffi_target(HISTOGRAM_TARGET_NAME, histogram_handler_capsule(),
+        jax.ffi.register_ffi_target(HISTOGRAM_TARGET_NAME, _ext.histogram_handler_capsule(),
                                     platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"

@@ -33,7 +33,8 @@ def add_info_parser(sub: Any) -> None:
 def _implementations() -> list[tuple[str, str]]:
     """Each implementation with whether it can run here, and why not."""
     on_cpu = jax.default_backend() == "cpu"
-    rows = [(CYTHON, "available" if cpu.AVAILABLE
+    rows = [(CYTHON, f"available ({cpu.ISA} build, {cpu.EXTENSION_MODULE}; "
+                     f"${cpu.ISA_ENV} chooses)" if cpu.AVAILABLE
              else f"unavailable: {cpu.UNAVAILABLE_REASON}")]
     for name in GPU_IMPLEMENTATIONS:
         ok, reason = gpu.status(name, interpret=on_cpu)
