@@ -70,12 +70,12 @@ def load_wheel_extension(wheel: Path, into: Path) -> ModuleType:
     if wheel.suffix == ".so":
         path = wheel
     else:
-        module = cpu.EXTENSION_MODULE.rpartition(".")[2]
+        serving = cpu.EXTENSION_MODULE.rpartition(".")[2]
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.startswith(f"jaxsearch/{module}.")
+            names = [n for n in archive.namelist() if n.startswith(f"jaxsearch/{serving}.")
                      and n.endswith(".so")]
             if len(names) != 1:
-                raise SystemExit(f"{wheel}: expected one jaxsearch/{module}.*.so, found {names}")
+                raise SystemExit(f"{wheel}: expected one jaxsearch/{serving}.*.so, found {names}")
             path = Path(archive.extract(names[0], into))
     # The module's init function is named after the module (PyInit__cpu_ext),
     # whatever package holds it.

@@ -44,9 +44,12 @@ def _import_extension() -> tuple[ModuleType, str]:
                           "x86-64-v3 code; taking the baseline build", RuntimeWarning,
                           stacklevel=3)
         return baseline, "baseline"
+    # Only a build without the v3 module (not x86-64 when built) falls back
+    # here; a v3 module that is there but fails to import raises, and the
+    # extension is reported unavailable with the reason.
     try:
         return importlib.import_module(f"{baseline.__name__}_x86_64_v3"), "x86-64-v3"
-    except ImportError:  # a build without it (not x86-64 when built)
+    except ModuleNotFoundError:
         return baseline, "baseline"
 
 
