@@ -13,16 +13,18 @@
 # one boundary r, which every correct search finds, and r lies in its
 # bin's window (see bin_window). Where it is not monotone, x lies in
 # [a[d], a[d - 1]] for some descent d of `a` (see merge_around_descents):
-# the bins those intervals meet are marked, and their needles take jnp's
-# own probes (probe_later). Skewed keys crowd some bins, whose windows are
-# then wider: never more levels than a binary search of all of `a`, plus
-# the lookup.
+# the table keeps those intervals, joined, and marks the bins they meet; a
+# needle of a marked bin that lies in one takes jnp's own probes
+# (probe_later), the others their window (needles of a float32 running sum
+# of 1e7 weights: 1 in 260 probed, where the marked bins hold 1 in 28).
+# Skewed keys crowd some bins, whose windows are then wider: never more
+# levels than a binary search of all of `a`, plus the lookup.
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport free, malloc, qsort
 
 from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_nan,
                              count_before, narrow_lanes, probe_levels, probe_lanes, probe_one,
-                             NeedleRange, by_lo, disjoint)
+                             KeyInterval, disjoint)
 
 cdef extern from *:
     void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
@@ -58,12 +60,20 @@ cdef struct BinTable:
     # (every TABLE_STRIDE-th) whose bin is b or later, or na; with the bit
     # MARKED where bin b is marked.
     uint32_t* start
+    # The descents' intervals [a[d], a[d - 1]], joined and sorted; NULL
+    # where `a` has no descent.
+    KeyInterval* descents
+    Py_ssize_t descent_count
 
 
 cdef inline Py_ssize_t bin_of(const BinTable* t, key_t x) noexcept nogil:
     """x's bin: non-decreasing in x (every step rounds monotonically), in
     [0, bins); a NaN goes to bin 0 (its answer is found elsewhere)."""
-    cdef double u = (<double>x - t.low) * t.scale
+    return bin_of_double(t, <double>x)
+
+
+cdef inline Py_ssize_t bin_of_double(const BinTable* t, double x) noexcept nogil:
+    cdef double u = (x - t.low) * t.scale
     u = u if u >= 0 else 0.0  # also NaN
     u = u if u <= t.last_bin else t.last_bin
     return <Py_ssize_t>u
@@ -77,7 +87,7 @@ cdef inline bint build_bin_table(BinTable* t, const key_t* a, Py_ssize_t na,
     positions past POSITION, out of memory), and t.start is then NULL."""
     cdef double low, span
     cdef Py_ssize_t i, b
-    t.start = NULL
+    t.start, t.descents, t.descent_count = NULL, NULL, 0
     if na * <Py_ssize_t>sizeof(key_t) < TABLE_MIN_BYTES or na > <Py_ssize_t>POSITION:
         return False
     low = <double>a[0]
@@ -103,31 +113,40 @@ cdef inline bint build_bin_table(BinTable* t, const key_t* a, Py_ssize_t na,
     return mark_descents(t, a, descents, count)
 
 
+cdef inline int by_low_key(const void* x, const void* y) noexcept nogil:
+    cdef double p = (<const KeyInterval*>x).lo, q = (<const KeyInterval*>y).lo
+    return (p > q) - (p < q)
+
+
 cdef inline bint mark_descents(BinTable* t, const key_t* a, const int64_t* descents,
                                Py_ssize_t count) noexcept nogil:
-    """Marks the bins of each descent's interval [a[d], a[d - 1]], the
-    intervals joined first, so that the marks cost O(bins + count log
-    count) however wide and many they are; False (the table freed) when
-    out of memory."""
-    cdef NeedleRange* bins
+    """Keeps the descents' intervals [a[d], a[d - 1]], joined, and marks
+    the bins they meet, so that the marks cost O(bins + count log count)
+    however wide and many they are; False (the table freed) when out of
+    memory."""
+    cdef KeyInterval* spans
     cdef Py_ssize_t k, b, held
     if count == 0:
         return True
-    bins = <NeedleRange*>malloc(count * sizeof(NeedleRange))
-    if bins == NULL:
+    spans = <KeyInterval*>malloc(count * sizeof(KeyInterval))
+    if spans == NULL:
         free(t.start)
         t.start = NULL
         return False
     for k in range(count):
-        bins[k].lo = bin_of(t, a[descents[k]])
-        bins[k].hi = bin_of(t, a[descents[k] - 1]) + 1
-    qsort(bins, count, sizeof(NeedleRange), by_lo)
-    held = disjoint(bins, count)
+        spans[k].lo, spans[k].hi = <double>a[descents[k]], <double>a[descents[k] - 1]
+    qsort(spans, count, sizeof(KeyInterval), by_low_key)
+    held = disjoint(spans, count)
     for k in range(held):
-        for b in range(bins[k].lo, bins[k].hi):
+        for b in range(bin_of_double(t, spans[k].lo), bin_of_double(t, spans[k].hi) + 1):
             t.start[b] |= MARKED
-    free(bins)
+    t.descents, t.descent_count = spans, held
     return True
+
+
+cdef inline void free_bin_table(BinTable* t) noexcept nogil:
+    free(t.start)
+    free(t.descents)
 
 
 cdef inline Py_ssize_t bin_window(const BinTable* t, Py_ssize_t b, Py_ssize_t* last) noexcept nogil:
@@ -141,9 +160,24 @@ cdef inline Py_ssize_t bin_window(const BinTable* t, Py_ssize_t b, Py_ssize_t* l
     return max(<Py_ssize_t>(t.start[b] & POSITION) - (TABLE_STRIDE - 1), <Py_ssize_t>0)
 
 
+cdef inline bint in_descent(const BinTable* t, double x) noexcept nogil:
+    """Whether x lies in one of the table's descent intervals (False for a
+    NaN)."""
+    cdef Py_ssize_t lo = 0, hi = t.descent_count, mid
+    while lo < hi:  # the intervals starting at x or below: [0, lo)
+        mid = (lo + hi) >> 1
+        if t.descents[mid].lo <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo > 0 and x <= t.descents[lo - 1].hi
+
+
 cdef inline uint32_t aside_flag(const BinTable* t, Py_ssize_t b, key_t x) noexcept nogil:
-    """Not 0 for a needle x of bin b that its window does not answer: MARKED
-    for a marked bin, 1 for a NaN."""
+    """Not 0 for a needle x of bin b that its window may not answer: MARKED
+    for a marked bin, 1 for a NaN. Without a branch: a mispredicted one
+    after the entry's load, at one needle in 28, stalled the block's
+    lookups (1.5x the kernel's time)."""
     return (t.start[b] & MARKED) | <uint32_t>is_nan(x)
 
 
@@ -154,7 +188,7 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     searched over one window length (the group's widest, so that the lanes
     run in lock-step as in lower_bound_kernel), each lane's window moved
     left where it would pass na. Marked and NaN needles get a lane too;
-    their answers are replaced by the caller, which finds them by `aside`
+    the caller replaces their answers where needed (answer_aside), finding them by `aside`
     (aside_flag of each needle) where the result, the flags' union, is not 0."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
@@ -218,12 +252,14 @@ cdef inline void probe_later(Probes* probes, const key_t* a, Py_ssize_t n, int l
 
 cdef inline void answer_aside(Probes* probes, const key_t* a, Py_ssize_t n, int levels,
                               Py_ssize_t nan_answer, const key_t* v, idx_t* out, Py_ssize_t k,
-                              uint32_t flag, const side_t* side) noexcept nogil:
-    """Needle k, set aside by its flag (aside_flag): a NaN's answer (in a
-    marked bin too), or jnp's probes queued (probe_later)."""
+                              uint32_t flag, const BinTable* t, const side_t* side) noexcept nogil:
+    """Needle k, set aside by its flag (aside_flag), its window's answer in
+    out[k]: a NaN's answer (in a marked bin too), jnp's probes queued
+    (probe_later) for one in a descent's interval; the others of a marked
+    bin keep their window's answer."""
     if flag & 1:
         out[k] = <idx_t>nan_answer
-    else:
+    elif in_descent(t, <double>v[k]):
         probe_later(probes, a, n, levels, v, out, k, side)
 
 
@@ -234,7 +270,7 @@ cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const
     sorted but for the descents marked in `t`, as jnp's probes answer them:
     blocks of TABLE_GROUPS * LANES by table_block, the rest one by one; a
     NaN needle gets na (left) or n (right), where jnp's probes end with NaNs
-    last; the needles of marked bins, jnp's probes (probe_later)."""
+    last; the needles in a descent's interval, jnp's probes (answer_aside)."""
     cdef bint right = side_t is RightSide
     cdef int levels = probe_levels(n)
     cdef Py_ssize_t nan_answer = n if right else na
@@ -248,15 +284,14 @@ cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const
             for k in range(TABLE_GROUPS * LANES):
                 if aside[k]:
                     answer_aside(&probes, a, n, levels, nan_answer, v, out, j + k, aside[k],
-                                 side)
+                                 t, side)
         j += TABLE_GROUPS * LANES
     for k in range(j, m):
         b = bin_of(t, v[k])
+        first = bin_window(t, b, &last)
+        out[k] = <idx_t>count_before(a, first, min(last, na), v[k], right)
         flag = aside_flag(t, b, v[k])
         if flag:
-            answer_aside(&probes, a, n, levels, nan_answer, v, out, k, flag, side)
-        else:
-            first = bin_window(t, b, &last)
-            out[k] = <idx_t>count_before(a, first, min(last, na), v[k], right)
+            answer_aside(&probes, a, n, levels, nan_answer, v, out, k, flag, t, side)
     for k in range(probes.count):
         out[probes.at[k]] = <idx_t>probe_one(a, n, levels, v[probes.at[k]], right)

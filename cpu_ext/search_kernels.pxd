@@ -575,6 +575,19 @@ cdef struct NeedleRange:
     Py_ssize_t hi
 
 
+cdef struct KeyInterval:
+    # [lo, hi] of keys, as doubles: a conversion that rounds (64-bit
+    # integers past 2^53) rounds monotonically, so that a key in an interval
+    # stays in it.
+    double lo
+    double hi
+
+
+ctypedef fused span_t:
+    NeedleRange
+    KeyInterval
+
+
 cdef inline int by_lo(const void* x, const void* y) noexcept nogil:
     cdef Py_ssize_t p = (<const NeedleRange*>x).lo, q = (<const NeedleRange*>y).lo
     return (p > q) - (p < q)
@@ -605,7 +618,7 @@ cdef inline void order_descents(const key_t* a, int64_t* descents, Py_ssize_t co
             valleys[k] = valleys[k + 1]
 
 
-cdef inline Py_ssize_t disjoint(NeedleRange* ranges, Py_ssize_t count) noexcept nogil:
+cdef inline Py_ssize_t disjoint(span_t* ranges, Py_ssize_t count) noexcept nogil:
     """Ranges sorted by start, overlapping ones joined in place; how many."""
     cdef Py_ssize_t k, kept = 0
     for k in range(count):

@@ -16,7 +16,7 @@
 #      check then costs less than the lower-bound search saves);
 #   1. the needles of all rows; a row whose `a` was flagged, or not checked,
 #      is binary-searched by jnp's probes.
-# Phase 0 also lists a row's descents, up to a few thousand (a float32
+# Phase 0 also lists a row's descents, up to one per 64 keys (a float32
 # running sum of weights has some), and flags the row only past them:
 # merge_around_descents then answers its sorted needles as jnp does, merging
 # all but the needles the descents could mislead, and the bin table
@@ -39,7 +39,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
                              order_descents, merge_around_descents, CHECK_BLOCK)
-from bin_table cimport BinTable, build_bin_table, table_kernel
+from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -56,9 +56,9 @@ cdef enum:
     # a sorted row) where it has at most this many keys of `a` to read per
     # needle.
     BISECT_CHECK_RATIO = 16
-    # Descents listed per row of `a`, at most (and at most one per 64 keys,
-    # so that the lists take at most an eighth of a's bytes).
-    MAX_DESCENTS = 16384
+    # Descents listed per row of `a`: at most one per KEYS_PER_DESCENT keys,
+    # so that the lists (3 int64 per descent) take 3/8 of a byte per key.
+    KEYS_PER_DESCENT = 64
     # Keys of a block out of order that the check looks at together, to find
     # its descents.
     DESCENT_PIECE = 64
@@ -354,7 +354,7 @@ cdef void free_search_job(void* data) noexcept nogil:
     free(job.checks_left)
     if job.tables != NULL:
         for row in range(job.table_rows):
-            free(job.tables[row].start)
+            free_bin_table(&job.tables[row])
     free(job.tables)
     free(job.table_claims)  # and the states after them
     free(job)
@@ -393,7 +393,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         job.unsorted = <long*>calloc(max(a_rows, <int64_t>1), sizeof(long))
         if job.unsorted == NULL:
             return b"jaxsearch: out of memory"
-        job.descent_room = min(<int64_t>MAX_DESCENTS, job.shape.n // 64)
+        job.descent_room = job.shape.n // KEYS_PER_DESCENT
         if job.descent_room > 0:
             job.descent_counts = <long*>calloc(a_rows, sizeof(long))
             job.checks_left = <long*>malloc(a_rows * sizeof(long))

@@ -8,7 +8,7 @@ long. Each case differs from the table's easy one (evenly spread keys) in a
 way its exactness argument has to cover: crowded and empty bins, keys equal
 over whole bins, a NaN tail, infinite ends (no table), needles outside the
 keys' range, signed zeros, integers beyond a double's precision, and
-descents, whose bins' needles take jnp's probes.
+descents, whose needles take jnp's probes where they could mislead.
 """
 
 from __future__ import annotations
@@ -111,8 +111,12 @@ def test_integer_rows(x64, dtype, n):
     near_max = np.sort(rng.integers(max(info.min, info.max - 5000), info.max, n, endpoint=True,
                                     dtype=dtype))
     narrow = np.sort(rng.integers(0, 100, n, dtype=dtype))
+    # Neighbours swapped: descents whose keys, past 2^53, a double rounds.
+    swapped = wide.copy()
+    at = rng.choice(np.arange(1, n), 30, replace=False)
+    swapped[at], swapped[at - 1] = wide[at - 1], wide[at]
     for name, a in {"whole range": wide, "next to the maximum": near_max,
-                    "narrow": narrow}.items():
+                    "narrow": narrow, "neighbours swapped": swapped}.items():
         v = np.concatenate([rng.choice(a, M // 2),
                             rng.integers(info.min, info.max, M - M // 2, endpoint=True,
                                          dtype=dtype)])
@@ -132,3 +136,30 @@ def test_rows_of_a_each_with_its_table():
             for threads, min_parallel in THREADS:
                 got = cpu_search(a_rows, v_rows, side, "check", "merge", threads, min_parallel)
                 np.testing.assert_array_equal(got, want, err_msg=f"{a_rows.shape}, {side}")
+
+
+def test_many_descents():
+    """A row with as many descents as are listed (one per 64 keys), an
+    eighth of its bins marked: only the needles inside a descent's interval
+    take jnp's probes, the others of a marked bin their window; sorted, the
+    same needles are merged around the descents. Needles on, next to and
+    between the two keys of each descent, and anywhere; the lower-bound
+    search, which takes the row sorted, answers some of them otherwise."""
+    rng = seeded("many descents")
+    n = 64 * 40_000
+    a = np.sort(rng.standard_normal(n)).astype(np.float32)
+    at = rng.choice(np.arange(1, n // 64), 39_000, replace=False) * 64
+    a[at] = np.nextafter(a[at - 1], -np.inf)
+    ends = np.concatenate([a[at], a[at - 1]])
+    v = np.concatenate([ends, np.nextafter(ends, np.inf), np.nextafter(ends, -np.inf),
+                        rng.standard_normal(20_000).astype(np.float32)])
+    v = rng.permutation(v.astype(np.float32))
+    for needles, what in [(v, "any order"), (np.sort(v), "sorted")]:
+        for side in SIDES:
+            want = like_jnp(a, needles, side)
+            assert (cpu_search(a, needles, side, "sorted", "bisect", 1, 1 << 16) != want).any()
+            for kernel, order in [("bisect", "any"), ("merge", "check")]:
+                for threads, min_parallel in THREADS:
+                    got = cpu_search(a, needles, side, order, kernel, threads, min_parallel)
+                    np.testing.assert_array_equal(
+                        got, want, err_msg=f"{what}, {side}, {kernel}/{order}, {threads} threads")
