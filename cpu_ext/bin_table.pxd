@@ -188,8 +188,9 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     searched over one window length (the group's widest, so that the lanes
     run in lock-step as in lower_bound_kernel), each lane's window moved
     left where it would pass na. Marked and NaN needles get a lane too;
-    the caller replaces their answers where needed (answer_aside), finding them by `aside`
-    (aside_flag of each needle) where the result, the flags' union, is not 0."""
+    the caller replaces their answers where needed (answer_aside), finding
+    them by `aside` (aside_flag of each needle) where the result, the
+    flags' union, is not 0."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
     cdef Py_ssize_t width[TABLE_GROUPS]
