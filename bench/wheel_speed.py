@@ -1,10 +1,10 @@
 """The wheel's extension against this environment's own build, side by side
 in one process.
 
-    bash .ci/wheels                                # builds dist/*.whl (clang, through zig)
-    python bench/wheel_speed.py dist/jaxsearch-*.whl
-    python bench/wheel_speed.py dist/jaxsearch-*.whl --check   # exit 1 past 5% slower
-    python bench/wheel_speed.py dist/jaxsearch-*.whl --recheck 4  # cells past 5%: median of 5
+    bash .ci/wheels                       # builds dist/*.whl (clang, through zig)
+    python bench/wheel_speed.py dist/jaxsearch-*_x86_64.whl
+    python bench/wheel_speed.py dist/*_x86_64.whl --check       # exit 1 past 5% slower
+    python bench/wheel_speed.py dist/*_x86_64.whl --recheck 4   # cells past 5%: median of 5
 
 The installed jaxsearch's extension (built by `pip install .`, gcc here;
 `_cpu_ext_x86_64_v3` where the CPU runs it, else `_cpu_ext`) serves every
