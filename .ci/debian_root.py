@@ -1,7 +1,7 @@
 """A Debian root that runs aarch64 Python under qemu, fetched without root
 or apt: .ci/aarch64 tests the aarch64 wheel in it.
 
-    python3 .ci/debian_root.py DIR    # DIR/root (arm64), DIR/qemu-aarch64-static
+    python3 .ci/debian_root.py DIR    # DIR/root (arm64), DIR/qemu/usr/bin/qemu-aarch64-static
 
 From Debian's archive (bookworm, whose Python is 3.11, the oldest the
 package supports): the signed InRelease file, checked with gpgv against this
@@ -27,10 +27,11 @@ from pathlib import Path
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
-# What to fetch, by architecture; dependencies are added for arm64.
+# What to fetch, by architecture: the packages, whether their dependencies
+# come too, and the folder under DIR they are unpacked into.
 WANTED = {
-    "arm64": ["python3.11-minimal", "libpython3.11-stdlib", "libstdc++6"],
-    "amd64": ["qemu-user-static"],
+    "arm64": (["python3.11-minimal", "libpython3.11-stdlib", "libstdc++6"], True, "root"),
+    "amd64": (["qemu-user-static"], False, "qemu"),
 }
 
 
@@ -117,20 +118,16 @@ def main() -> None:
     debs = out / "debs"
     debs.mkdir(parents=True, exist_ok=True)
     hashes = release_hashes()
-    root, qemu_root = out / "root", out / "qemu"
-    for path in (root, qemu_root):
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir()
-    for arch, wanted in WANTED.items():
+    for arch, (wanted, dependencies, folder) in WANTED.items():
         index = packages(arch, hashes)
-        names = with_dependencies(wanted, index) if arch == "arm64" else wanted
-        into = root if arch == "arm64" else qemu_root
+        names = with_dependencies(wanted, index) if dependencies else wanted
+        into = out / folder
+        shutil.rmtree(into, ignore_errors=True)
+        into.mkdir()
         for name in names:
             subprocess.run(["dpkg-deb", "-x", str(fetch_deb(index[name], debs)), str(into)],
                            check=True)
         print(f"debian_root: {arch}: {len(names)} packages: {' '.join(names)}")
-    shutil.copy2(qemu_root / "usr/bin/qemu-aarch64-static", out / "qemu-aarch64-static")
-    shutil.rmtree(qemu_root)
 
 
 if __name__ == "__main__":
