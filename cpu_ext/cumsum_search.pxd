@@ -32,6 +32,8 @@ cdef enum:
     # The longest segment: its running sums fit in a buffer on the stack
     # (and in the L1 or L2 cache).
     MAX_SEGMENT = 4096
+    # Probes per round of needles_before, plus one.
+    SEARCH_WAYS = 8
 
 
 cdef inline bint sum_before(double s, double x, bint right) noexcept nogil:
@@ -61,8 +63,27 @@ cdef inline double segment_sum(const weight_t* w, Py_ssize_t count) noexcept nog
 cdef inline Py_ssize_t needles_before(const weight_t* v, Py_ssize_t m, double base,
                                       bint right) noexcept nogil:
     """How many of the sorted needles v[0:m] have their answer before the
-    running sum `base`: those for which `base` does not count."""
-    cdef Py_ssize_t lo = 0, hi = m, mid
+    running sum `base`: those for which `base` does not count.
+
+    The needles searched here are mostly not in cache, and a binary search
+    waits for each probe's miss before it knows the next probe; in its
+    branch-free form (clang's, with the cmov converter off for the search
+    kernels) it cannot even speculate. So each round probes SEARCH_WAYS - 1
+    needles spread over the range, independent loads whose misses overlap,
+    and keeps the stretch between the last probe that is before `base` and
+    the first that is not: log(m) / log(SEARCH_WAYS) rounds of misses. On
+    unsorted needles the answer is some index in [0, m], the same for a
+    given base."""
+    cdef Py_ssize_t lo = 0, hi = m, step, t, before, mid
+    while hi - lo >= SEARCH_WAYS:
+        step = (hi - lo) // SEARCH_WAYS
+        before = 0
+        for t in range(1, SEARCH_WAYS):
+            before += not sum_before(base, v[lo + t * step], right)
+        # The answer is past probe `before` (lo itself when none is before)
+        # and at most probe before + 1 (hi past the last).
+        hi = hi if before == SEARCH_WAYS - 1 else lo + (before + 1) * step
+        lo = lo + before * step + (before > 0)
     while lo < hi:
         mid = lo + (hi - lo) // 2
         if sum_before(base, v[mid], right):
