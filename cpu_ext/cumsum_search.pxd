@@ -25,8 +25,11 @@ ctypedef fused weight_t:
     double
 
 cdef enum:
-    # Needles converted to double at a time.
-    MERGE_BLOCK = 1024
+    # Needles converted to double at a time, and merged by one call of the
+    # merge kernel: as many as a segment's running sums, so that sorted
+    # needles about as many as the weights take one call per segment (1024
+    # took 1.09x this time at N = M = 1e7 float32, 1.1-1.3x float64, gcc).
+    MERGE_BLOCK = 4096
     # The longest segment: its running sums fit in a buffer on the stack
     # (and in the L1 or L2 cache).
     MAX_SEGMENT = 4096
