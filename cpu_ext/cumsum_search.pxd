@@ -25,14 +25,14 @@ ctypedef fused weight_t:
     double
 
 cdef enum:
+    # The longest segment: its running sums fit in a buffer on the stack
+    # (and in the L1 or L2 cache).
+    MAX_SEGMENT = 4096
     # Needles converted to double at a time, and merged by one call of the
     # merge kernel: as many as a segment's running sums, so that sorted
     # needles about as many as the weights take one call per segment (1024
     # took 1.09x this time at N = M = 1e7 float32, 1.1-1.3x float64, gcc).
-    MERGE_BLOCK = 4096
-    # The longest segment: its running sums fit in a buffer on the stack
-    # (and in the L1 or L2 cache).
-    MAX_SEGMENT = 4096
+    MERGE_BLOCK = MAX_SEGMENT
     # Probes per round of needles_before, plus one.
     SEARCH_WAYS = 8
 
