@@ -27,7 +27,7 @@ if (_Path(__file__).parent.parent / "meson.build").exists() and \
     _message = (
         f"jaxsearch: {_Path(__file__).parent} is the unbuilt source tree, not the installed "
         "package: after `pip install .`, run the `jaxsearch` command, or Python from another "
-        "directory (for development, the editable install in the README)")
+        "directory (for development, the editable install in docs/development.md)")
     if _sys.argv[:1] == ["-m"]:
         _sys.exit(_message)
     raise ImportError(_message)

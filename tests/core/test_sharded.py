@@ -6,7 +6,7 @@ runs every case): answers equal the unsharded ones, the output is split like
 `v`, and the compiled HLO holds no collective when only `v` is split and one
 all-reduce (outside any loop) when `a` is split; never more collectives than
 jnp.searchsorted on the same program. Two processes on this machine run the
-README's multi-host recipe (tests/helpers/multihost_check.py). And the explicit
+multi-host recipe of docs/sharding.md (tests/helpers/multihost_check.py). And the explicit
 form, `sharded_searchsorted`, inside one shard_map.
 """
 

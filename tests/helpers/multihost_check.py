@@ -1,4 +1,4 @@
-"""The README's multi-host recipe, run for real: one of two processes on this
+"""The multi-host recipe of docs/sharding.md, run for real: one of two processes on this
 machine, each with 4 CPU devices, forming one 8-device mesh over gloo.
 
     python tests/helpers/multihost_check.py PORT PROCESS_ID   # in two processes, ids 0 and 1

@@ -3,7 +3,7 @@ answers, output shardings and the collectives in the compiled HLO.
 
 It needs 8 devices, so it runs as a process of its own (the device count is
 fixed when JAX starts); tests/core/test_sharded.py runs it that way, with small
-sizes. By hand, for the README's table:
+sizes. By hand, for the table in docs/sharding.md:
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
         python tests/helpers/sharding_check.py --n 80000 --m 65536 --table
