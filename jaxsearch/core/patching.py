@@ -256,13 +256,13 @@ def _swap(old_to_new: dict[int, tuple[Callable, Callable]]) -> int:
 
 
 def patch(verbose: bool = False) -> None:
-    """Serves jax's searches by jaxsearch, in this process, until `unpatch()`:
+    """Serves jax's searches by jaxsearch, in this process, until :func:`unpatch`:
     `jnp.searchsorted`, `digitize`, `interp`, `histogram`, `histogram2d` and
     `histogramdd`, and every place inside jax that calls them
     (`jax.random.choice` with `p`, `RegularGridInterpolator`,
     `isin(method="binary_search")`, `Array.searchsorted`). Each call answers
     as jax does (weighted histograms of sorted data: up to rounding, see
-    `jaxsearch.histogram`). Calling it again changes nothing.
+    :func:`jaxsearch.histogram`). Calling it again changes nothing.
 
     Args:
       verbose: log each call site once (the "jaxsearch" logger at INFO, to
@@ -281,7 +281,7 @@ def patch(verbose: bool = False) -> None:
 
 
 def unpatch() -> None:
-    """Puts jax's own functions back wherever `patch()` put jaxsearch's (in
+    """Puts jax's own functions back wherever :func:`patch` put jaxsearch's (in
     modules loaded since too), exactly as they were. Without a patch in
     force it changes nothing."""
     with _lock:
@@ -292,13 +292,13 @@ def unpatch() -> None:
 
 
 def is_patched() -> bool:
-    """Whether `patch()` is in force in this process."""
+    """Whether :func:`patch` is in force in this process."""
     return _state["patched"]
 
 
 @contextlib.contextmanager
 def patched(verbose: bool = False) -> Iterator[None]:
-    """`patch()` for the block, then back to what was in force before it."""
+    """:func:`patch` for the block, then back to what was in force before it."""
     was = is_patched()
     patch(verbose=verbose)
     try:
