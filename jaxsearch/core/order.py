@@ -24,7 +24,16 @@ CHECK_ROW = 1024
 
 
 def check_order_flag(name: str, flag: object) -> None:
-    """TypeError unless `flag` (a sortedness promise) is True, False or None."""
+    """TypeError unless `flag` (a sortedness promise) is True, False or None.
+
+    It chooses the kernel while the call is traced, so a traced value (an
+    argument of a jitted function) cannot stand for it: its message says so
+    and how to pass a Python value.
+    """
+    if isinstance(flag, jax.core.Tracer):
+        raise TypeError(f"{name} must be a Python bool or None, not a traced value: it "
+                        "chooses the kernel when the call is traced; under jax.jit mark it "
+                        f"static (static_argnames=...) or close over it (got {flag})")
     if flag is not None and not isinstance(flag, (bool, np.bool_)):
         raise TypeError(f"{name} must be True, False or None, got {flag!r}")
 

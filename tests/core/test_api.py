@@ -345,6 +345,22 @@ def test_bad_arguments(kwargs, error, match):
         jaxsearch.searchsorted(jnp.arange(3.0), 1.0, **kwargs)
 
 
+@pytest.mark.parametrize("name, call", [
+    ("sorted_v", lambda a, v, s: jaxsearch.searchsorted(a, v, sorted_v=s)),
+    ("sorted_v", lambda a, v, s: jaxsearch.searchsorted_cumsum(a, v, sorted_v=s)),
+    ("sorted_x", lambda a, v, s: jaxsearch.digitize(v, a, sorted_x=s)),
+    ("sorted_x", lambda a, v, s: jaxsearch.interp(v, a, a, sorted_x=s)),
+])
+def test_a_traced_promise_is_named_as_such(name, call):
+    """The promise chooses the kernel at trace time: passed through jit as an
+    argument, it is refused with a message saying what it must be."""
+    a, v = jnp.arange(5.0), jnp.arange(3.0)
+    with pytest.raises(TypeError, match=f"{name} must be a Python bool or None, not a traced "
+                                        "value.*static_argnames"):
+        jax.jit(call)(a, v, True)
+    jax.jit(call, static_argnums=2)(a, v, True)  # static, it is a Python bool again
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="1-dimensional"):
         jaxsearch.searchsorted(jnp.ones((2, 2)), 1.0)
