@@ -1,6 +1,6 @@
 """Tune jaxsearch's kernels for this machine: ``python -m jaxsearch.autotune``
-(also the ``jaxsearch-autotune`` command). The command line lives in
-:mod:`jaxsearch.tools.cli.autotune`."""
+and the ``jaxsearch-autotune`` command, aliases of ``jaxsearch autotune``
+(scripts run them). The command line lives in :mod:`jaxsearch.tools.cli.autotune`."""
 
 import sys
 

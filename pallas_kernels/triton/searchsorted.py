@@ -41,9 +41,9 @@ from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, KernelKind,
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
 _MAX_GRID_Y = 65535
 
-_INSTALL_HINT = (
-    "pip install 'triton>=3.6' 'jax-triton>=0.3.1' with a GPU jaxlib (jax[cuda12] or jax[cuda13])"
-)
+# What pyproject's `cuda` extra brings: a CUDA 12 jaxlib, triton, and
+# jax-triton where it works (0.3.1, with jax 0.10).
+_INSTALL_HINT = "pip install 'jaxsearch[cuda]' (in a clone: pip install '.[cuda]')"
 
 
 def _probe(interpret):

@@ -1,5 +1,5 @@
-"""The benchmark commands: the main job (``python -m jaxsearch``) and
-``python -m jaxsearch bench``, their arguments and what they run."""
+"""The benchmark commands: the main job (``jaxsearch``) and ``jaxsearch
+bench``, their arguments and what they run."""
 
 from __future__ import annotations
 
@@ -12,16 +12,33 @@ from typing import Any
 
 from ..bench import patched, resampling, searchsorted
 from ..bench.timing import machine_info
-from .args import parse_count, parse_counts, parse_dtypes, parse_ratios
+from .args import (
+    HelpFormatter,
+    grid_default,
+    parse_count,
+    parse_counts,
+    parse_dtypes,
+    parse_ratios,
+    show_list,
+    show_number,
+)
 
 FAMILIES = ("searchsorted", "resampling", "patched")
+# What the resampling family allows a call when --max-call-s is not given.
+RESAMPLING_MAX_CALL_S = 5.0
 
 
 def add_main_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The main job's options, on the top-level parser (it runs without a command)."""
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every problem size (default 1: N, M up to 1e7)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed samples per call")
+    job = parser.add_argument_group(
+        "the main job (no command)",
+        "jaxsearch.searchsorted (sorted_v True, None and False) timed side by side with "
+        "jnp.searchsorted's methods, numpy and the memory floors on five problems on this "
+        "machine: under a minute")
+    job.add_argument("--scale", type=float, default=1.0,
+                     help="multiply every problem size (default: 1, where N and M reach 1e7)")
+    job.add_argument("--repeats", type=int, default=5, metavar="N",
+                     help="timed samples per call")
 
 
 def run_main_job(args: argparse.Namespace) -> int:
@@ -40,29 +57,48 @@ def run_main_job(args: argparse.Namespace) -> int:
 
 def add_bench_parser(sub: Any) -> None:
     """The ``bench`` command, added to the top-level parser's subparsers `sub`."""
-    b = sub.add_parser("bench", help="the full benchmark: JSON, PNG and a table")
+    grids = searchsorted.GRIDS
+    b = sub.add_parser(
+        "bench", help="the full benchmark: JSON, PNG and a table",
+        description="The full benchmark of one family against its peers on this machine: "
+                    "prints a table and writes the results into --output: "
+                    "bench_<device kind>.json and .png (searchsorted), "
+                    "resampling_<device kind>.json or patched_<device kind>.json.",
+        formatter_class=HelpFormatter)
     b.add_argument("--family", choices=FAMILIES, default="searchsorted",
-                   help="searchsorted (default): the search against its peers; resampling: "
+                   help="searchsorted: the search against its peers; resampling: "
                         "particle-filter ancestors, searchsorted_cumsum against a numba "
                         "callback, jnp and numpy; patched: unchanged jnp code (histogram, "
                         "random.choice, interp...), stock against jaxsearch.patch()")
     b.add_argument("--quick", action="store_true",
-                   help="a small grid (sizes 1e3..1e6, float32/int32; resampling: 1e4, 1e5 "
-                        "and 16x1e3 under vmap; patched: 1e4 and 4x1e3 under vmap): a minute "
-                        "or two")
-    b.add_argument("--output", type=Path, default=Path("."),
-                   help="folder for bench_<device>.json and .png (default: .)")
+                   help=f"a small grid (sizes {show_list(grids.quick.sizes)}, "
+                        f"{show_list(grids.quick.dtypes)}; resampling: 1e4, 1e5 and 16x1e3 "
+                        "under vmap; patched: 1e4 and 4x1e3 under vmap): a minute or two")
+    b.add_argument("--output", type=Path, default=Path("."), metavar="DIR",
+                   help="folder for the JSON (and PNG)")
     b.add_argument("--sizes", type=parse_counts,
-                   help="N = M sizes, e.g. 1e3,1e5,1e7 (patched: the workloads' sizes)")
-    b.add_argument("--dtypes", type=parse_dtypes, help="e.g. float32,int32,float64,int64")
-    b.add_argument("--skew-size", type=parse_count, help="max(N, M) of the skewed problems")
-    b.add_argument("--skew-ratios", type=parse_ratios,
-                   help="N/M of the skewed problems (default 1e-4,1e-3,...,1e4)")
-    b.add_argument("--repeats", type=int, dest="bench_repeats", help="timed samples per call")
-    b.add_argument("--max-call-s", type=float,
-                   help="skip peers estimated to take longer than this per call")
+                   help="searchsorted's N = M sizes, e.g. 1e3,1e5,1e7; patched: its "
+                        "workloads' sizes "
+                        + grid_default(grids, lambda g: show_list(g.sizes)))
+    b.add_argument("--dtypes", type=parse_dtypes,
+                   help="searchsorted's key dtypes, e.g. float32,int64 "
+                        + grid_default(grids, lambda g: show_list(g.dtypes)))
+    b.add_argument("--skew-size", type=parse_count, metavar="SIZE",
+                   help="max(N, M) of the skewed problems "
+                        + grid_default(grids, lambda g: show_number(g.skew_size)))
+    b.add_argument("--skew-ratios", type=parse_ratios, metavar="RATIOS",
+                   help="N/M of the skewed problems "
+                        + grid_default(grids, lambda g: show_list(g.skew_ratios)))
+    b.add_argument("--repeats", type=int, dest="bench_repeats", metavar="N",
+                   help="timed samples per call "
+                        + grid_default(grids, lambda g: str(g.repeats)))
+    b.add_argument("--max-call-s", type=float, metavar="SECONDS",
+                   help="skip peers estimated to take longer than this per call; "
+                        "searchsorted " + grid_default(grids, lambda g: f"{g.max_call_s:g}")
+                        + f", resampling (default: {RESAMPLING_MAX_CALL_S:g})")
     b.add_argument("--replot", type=Path, metavar="JSON",
-                   help="measure nothing: print the table and write the PNG of a saved run")
+                   help="measure nothing: print the table and write the PNG of a saved run "
+                        "(default: none: measure a new run)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -87,7 +123,7 @@ def run_bench(args: argparse.Namespace) -> int:
     elif args.family == "resampling":
         table, path = resampling.bench(
             quick=args.quick, output=args.output, repeats=args.bench_repeats or 5,
-            max_call_s=args.max_call_s or 5.0)
+            max_call_s=args.max_call_s or RESAMPLING_MAX_CALL_S)
         paths = {"json": path}
     elif args.family == "patched":
         table, path, ok = patched.bench(quick=args.quick, output=args.output,

@@ -1,11 +1,13 @@
-"""The ``info`` command (``python -m jaxsearch info``): platform,
-implementations, the tuning caches in use, and the config that would be
-chosen for a search of a given size."""
+"""The ``info`` command (``jaxsearch info``): platform, implementations, the
+tuning caches in use, and the config that would be chosen for a search of a
+given size."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -19,15 +21,86 @@ from ...core.implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
 from ...pallas_kernels import KERNEL_KINDS
 from ..bench.format import fmt_count, format_table
 from ..bench.timing import machine_info
-from .args import parse_count, parse_dtypes
+from .args import HelpFormatter, parse_count, parse_dtypes
+
+# The package whose install extras the hint names, and what the extra for a
+# CUDA GPU is known by: the one that brings jax-triton, which only the native
+# Triton kernels need, and with it a CUDA jaxlib and the rest.
+DISTRIBUTION = "jaxsearch"
+GPU_EXTRA_BRINGS = "jax-triton"
+# The GPU probes end their reasons with what to install; `info` gives one
+# hint, from the package's extras, in its place.
+_PROBE_ADVICE = re.compile(r": pip install .*$")
 
 
 def add_info_parser(sub: Any) -> None:
     """The ``info`` command, added to the top-level parser's subparsers `sub`."""
-    i = sub.add_parser("info", help="platform, implementations, tuning cache, chosen config")
-    i.add_argument("--n", type=parse_count, default=10**7, help="len(a) (default 1e7)")
-    i.add_argument("--m", type=parse_count, default=10**7, help="len(v) (default 1e7)")
-    i.add_argument("--dtype", type=parse_dtypes, default=("float32",), help="key dtype")
+    i = sub.add_parser(
+        "info", help="platform, implementations, tuning cache, chosen config",
+        description="What jaxsearch finds on this machine: the platform, which "
+                    "implementations can run (and what to install for the others), the "
+                    "tuning caches in the order they are read, and the config and kernels "
+                    "a search of --n keys and --m needles would get.",
+        formatter_class=HelpFormatter)
+    i.add_argument("--n", type=parse_count, default=10**7, help="len(a) (default: 1e7)")
+    i.add_argument("--m", type=parse_count, default=10**7, help="len(v) (default: 1e7)")
+    i.add_argument("--dtype", type=parse_dtypes, default=("float32",),
+                   help="key dtype (default: float32)")
+
+
+def extras() -> list[str]:
+    """The install extras of the installed package (its metadata, written
+    from pyproject.toml); none for a copy pip never installed."""
+    try:
+        return importlib.metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+
+
+def gpu_extra() -> str | None:
+    """The extra that brings the GPU implementations' packages (`GPU_EXTRA_BRINGS`
+    among them), as the installed package's requirements name it."""
+    try:
+        requires = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    provided = extras()
+    for requirement in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if name and extra and name.group() == GPU_EXTRA_BRINGS and extra.group(1) in provided:
+            return extra.group(1)
+    return None
+
+
+def install_hint() -> str:
+    """One line saying what to install for the GPU implementations."""
+    extra = gpu_extra()
+    if extra is None:
+        return "see the extras in jaxsearch's pyproject.toml for the GPU implementations"
+    return (f'the GPU implementations on a CUDA GPU: pip install "{DISTRIBUTION}[{extra}]" '
+            f'(in a clone: pip install ".[{extra}]")')
+
+
+def _gpu_state(name: str, on_cpu: bool) -> str:
+    """Whether GPU implementation `name` runs here and why not; on a CPU
+    backend, in its interpreter, and what `gpu.status` checked of it for a
+    GPU (its kernels import, and native Triton's packages; nothing is
+    compiled or run without one)."""
+    ok, reason = gpu.status(name, interpret=on_cpu)
+    reason = _PROBE_ADVICE.sub("", reason)
+    if not on_cpu:
+        return "available" if ok else f"unavailable: {reason}"
+    state = ("available in interpret mode (this CPU backend: for tests)" if ok
+             else f"unavailable: {reason}")
+    gpu_ok, gpu_reason = gpu.status(name)
+    gpu_reason = _PROBE_ADVICE.sub("", gpu_reason)
+    if not gpu_ok and gpu_reason == reason:
+        return state.replace("unavailable:", "unavailable here and for a GPU:", 1)
+    if not gpu_ok:
+        return f"{state}; for a GPU: unavailable: {gpu_reason}"
+    checked = f"{gpu_reason} import" if gpu_reason else "its kernels import"
+    return f"{state}; for a GPU: {checked} (not compiled or run: no GPU here)"
 
 
 def _implementations() -> list[tuple[str, str]]:
@@ -36,15 +109,7 @@ def _implementations() -> list[tuple[str, str]]:
     rows = [(CYTHON, f"available ({cpu.ISA} build, {cpu.EXTENSION_MODULE}; "
                      f"${cpu.ISA_ENV} chooses)" if cpu.AVAILABLE
              else f"unavailable: {cpu.UNAVAILABLE_REASON}")]
-    for name in GPU_IMPLEMENTATIONS:
-        ok, reason = gpu.status(name, interpret=on_cpu)
-        state = "available" if ok else f"unavailable: {reason}"
-        if ok and on_cpu:
-            state += " (interpret mode on this CPU backend: for tests)"
-        if on_cpu:  # and compiled for a GPU (lowering for one, or a GPU added)
-            ok, reason = gpu.status(name)
-            state += f"; compiled for a GPU: {'works' if ok else f'unavailable: {reason}'}"
-        rows.append((name, state))
+    rows += [(name, _gpu_state(name, on_cpu)) for name in GPU_IMPLEMENTATIONS]
     return rows + [(XLA, "available (jnp.searchsorted)")]
 
 
@@ -84,9 +149,10 @@ def describe_cpu_config(config: tuning.CpuConfig) -> str:
 
 
 def info_report(n: int, m: int, dtype: str) -> str:
-    """What ``python -m jaxsearch info`` prints."""
+    """What ``jaxsearch info`` prints."""
     meta = machine_info()
     kind = tuning.device_kind()
+    implementations = _implementations()
     lines = [
         f"jaxsearch {meta['jaxsearch']}: jax {meta['jax']}, jaxlib {meta['jaxlib']}, "
         f"numpy {meta['numpy']}, Python {meta['python']}",
@@ -94,7 +160,9 @@ def info_report(n: int, m: int, dtype: str) -> str:
         f"cache key {kind!r})",
         f"host:            {meta['cpu_model']}, {meta['cores']} cores available",
         "implementations:",
-        *(f"  {name:<8} {state}" for name, state in _implementations()),
+        *(f"  {name:<8} {state}" for name, state in implementations),
+        *([f"  {'install':<8} {install_hint()}"]
+          if any("unavailable" in state for _, state in implementations) else []),
         f"default here:    {api.default_implementation(n, m, dtype)} (for the search below)",
         f"patch:           {_patch_state()}",
         "",
@@ -112,15 +180,25 @@ def info_report(n: int, m: int, dtype: str) -> str:
         f"for {label}:",
         f"  CPU config:    from {source}",
         textwrap.indent(describe_cpu_config(config), " " * 4),
-        f"  CPU kernel:    {tuning.choose_cpu_kernel(n, m, config)} for sorted needles "
-        "(sorted_v=True; sorted_v=None runs it checking the order as it goes, and "
-        "binary-searches a part of the needles found out of order); binary search otherwise",
+        f"  CPU kernel:    {_cpu_kernel_line(tuning.choose_cpu_kernel(n, m, config))}",
         f"  CPU threads:   {cpu.threads_for(config, m)} for one call of "
         f"M={fmt_count(m)} needles (see threads and min_parallel)",
     ]
     if kind != "cpu":
         lines += _gpu_lines(n, m, dtype, kind)
     return "\n".join(lines)
+
+
+def _cpu_kernel_line(kernel: str) -> str:
+    """The CPU kernel for sorted needles, and what the default call
+    (sorted_v=None) does with it, as searchsorted's docstring and the README
+    say: it checks the order only where the kernel is the merge or runs."""
+    if kernel == "bisect":
+        return ("bisect for sorted needles (sorted_v=True); sorted_v=None and False: binary "
+                "search, nothing checked, as binary search is the kernel anyway")
+    return (f"{kernel} for sorted needles (sorted_v=True; sorted_v=None runs it checking the "
+            "order as it goes, and binary-searches a part of the needles found out of "
+            "order); binary search for sorted_v=False")
 
 
 def _gpu_lines(n: int, m: int, dtype: str, kind: str) -> list[str]:
