@@ -372,13 +372,17 @@ cdef inline bint fill_run(const key_t* a, Py_ssize_t na, const key_t* v,
     keys, 1.5x slower.)"""
     cdef Py_ssize_t k
     cdef bint ok = True
+    # v + 1, through `opaque`: clang, seeing the neighbour, loads each needle
+    # once and shuffles it into place for the pair after, three shuffles per
+    # vector, 1.1x gcc's time (two loads) on runs of about 100 needles.
+    cdef const key_t* after = v + opaque(1)
     if stop <= start:
         return True
     out[start] = <idx_t>i
     for k in range(start + 1, stop):
         out[k] = <idx_t>i
         if trust_t is Checked:
-            ok &= v[k - 1] <= v[k]
+            ok &= v[k - 1] <= after[k - 1]
     if trust_t is Checked:
         ok &= (i == 0 or before(a[i - 1], v[start], right)) \
             & (i == na or not before(a[i], v[stop - 1], right)) \
