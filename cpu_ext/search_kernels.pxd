@@ -212,24 +212,32 @@ cdef inline void merge_batch(const key_t* a, Py_ssize_t na, const key_t* v, idx_
     Written for clang as well as gcc. clang need not inline this function
     into merge_kernel (gcc does), so the chains' i are copied into a local
     array, which it keeps in registers, not in the caller's memory, and the
-    side is a type, not a flag. And t is read through `opaque` and added to
-    v and out once per step of all the chains: seeing s[k] + t, clang's loop
-    strength reduction made v + s[k] + t and out + s[k] + t two induction
-    variables per chain, more than there are registers, reloaded from the
-    stack at every step (1.1-1.2x gcc's time on the sorted merge at N = M);
-    with t opaque inside s[k] + t - i, it spent two dependent adds per step
-    on j. Now each chain's index is s[k] - i, one subtraction, as gcc
-    compiles it.
+    side is a type, not a flag. The step's needles and answers are two
+    pointers, v + t and out + t, moved by `opaque(1)`: seeing them move by
+    a constant, clang's loop strength reduction made v + s[k] + t and
+    out + s[k] + t two induction variables per chain, more than there are
+    registers, reloaded from the stack at every step (1.1-1.2x gcc's time
+    on the sorted merge at N = M). With t itself opaque, it kept v, out, t,
+    v + t and out + t, and the eighth chain's i went to the stack, its
+    loop-carried add through memory (8-byte keys at N = M = 1e5: up to
+    1.27x gcc's time). Now each chain's index is s[k] - i, one subtraction,
+    as gcc compiles it, and the eight i stay in registers (8-byte integer
+    keys, whose compare takes one more register, keep seven there).
     """
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t t, k, now
+    cdef Py_ssize_t k, one
     cdef Py_ssize_t at[CHAINS]
+    cdef const key_t* v_now = v
+    cdef const key_t* v_stop = v + steps
+    cdef idx_t* out_now = out
     for k in range(CHAINS):
         at[k] = i[k]
-    for t in range(steps):
-        now = opaque(t)
+    while v_now != v_stop:
         for k in range(CHAINS):
-            at[k] = merge_step(a, na, v + now, out + now, at[k], s[k] - at[k], right, clamp)
+            at[k] = merge_step(a, na, v_now, out_now, at[k], s[k] - at[k], right, clamp)
+        one = opaque(1)
+        v_now += one
+        out_now += one
     for k in range(CHAINS):
         i[k] = at[k]
 
