@@ -225,11 +225,12 @@ def _merge_loops(config, n, m, taken=True):
         PlannedLoop("search in the tile", 1, steps, lines=_lines(4 * n / m))]
 
 
-def _partition_loops(config, n, m):
-    # A lane per tile boundary, a key of `a` and one of `v` at each step.
+def _partition_loops(config, n, m, taken=True):
+    # A lane per tile boundary, a key of `a` and one of `v` at each step;
+    # nothing where the checked kernel's flag picks binary search.
     boundaries = -(-(n + m) // config["tile"]) + 1
-    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length(), boundaries, 2,
-                        _lines(4 * config["tile"]))]
+    return [PlannedLoop("diagonal search", 0, min(n, m).bit_length() if taken else 0,
+                        boundaries if taken else 0, 2, _lines(4 * config["tile"]))]
 
 
 def _binary_loops(config, n, m, taken=True, sorted_v=False):
@@ -243,7 +244,7 @@ def _binary_loops(config, n, m, taken=True, sorted_v=False):
 def plan(kernel: str, configs: dict, n: int, m: int, merging: bool) -> list[PlannedLoop] | None:
     """The loops of `kernel` in address order, for one search (None: not planned)."""
     if kernel == "merge_path_partition":
-        return _partition_loops(configs["merge_path"], n, m)
+        return _partition_loops(configs["merge_path"], n, m, merging)
     if kernel == "merge_path_searchsorted":
         return _merge_loops(configs["merge_path"], n, m)
     if kernel == "binary_search_searchsorted":
@@ -261,7 +262,8 @@ def programs_of(kernel: str, configs: dict, n: int, m: int, merging: bool) -> tu
     merge = -(-(n + m) // configs["merge_path"]["tile"])
     binary = -(-m // configs["binary_search"]["block"])
     if kernel == "merge_path_partition":  # 128 boundaries per program
-        return (-(-(merge + 1) // 128),) * 2
+        partition = -(-(merge + 1) // 128)
+        return partition, partition if merging else 0
     if kernel == "checked_searchsorted":
         return max(merge, binary), merge if merging else binary
     return (merge,) * 2 if kernel == "merge_path_searchsorted" else (binary,) * 2

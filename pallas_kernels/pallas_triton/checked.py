@@ -80,10 +80,11 @@ def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
         bisect=binary_search.program(bisect_config, side),
         bisect_programs=bisect_programs,
     )
+    merging = jnp.asarray(merging, jnp.int32).reshape(1)
     return _common.launch(
         kernel,
-        jnp.asarray(merging, jnp.int32).reshape(1),
-        *merge_path.operands(a, v, merge_config, side, interpret),
+        merging,
+        *merge_path.operands(a, v, merge_config, side, interpret, merging),
         out_dtype=out_dtype,
         grid=max(merge_programs, bisect_programs),
         # The larger of the two: each program's body was laid out for its own.

@@ -184,12 +184,14 @@ def merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     )
 
 
-def operands(a, v, config, side, interpret):
+def operands(a, v, config, side, interpret, merging=None):
     """What the merge-path program reads: (a, v), after the partition pass's
-    splits where `config.partition` is 'once'."""
+    splits where `config.partition` is 'once' (run only where the checked
+    kernel's flag `merging`, if given, picks the merge path)."""
     if config.partition == "per_program":
         return a, v
-    return partition.splits(a, v, tile=config.tile, side=side, interpret=interpret), a, v
+    return partition.splits(a, v, tile=config.tile, side=side, interpret=interpret,
+                            merging=merging), a, v
 
 
 def program(config, side):

@@ -10,6 +10,10 @@ lane per boundary, and a merge program reads its two.
 
 Every split lies in [max(d - M, 0), min(d, N)] for its boundary d, whatever
 the data: a broken promise moves the slices, never out of range.
+
+Before the checked kernel (`checked.py`), the pass reads the same flag as
+that kernel and does nothing where it picks binary search: its splits are
+then never read.
 """
 
 import functools
@@ -25,11 +29,23 @@ from . import _common
 _BLOCK = 128  # boundaries per program, one lane each
 
 
-def _partition_kernel(a_ref, v_ref, s_ref, *, tile, side):
+def _partition_kernel(*refs, tile, side):
+    # refs: the checked kernel's flag where there is one, then a, v, splits.
+    # The program id is read here: Pallas' interpreter replaces it at the
+    # kernel's top level only.
+    body = functools.partial(_partition, pl.program_id(0), tile=tile, side=side)
+    if len(refs) == 4:
+        flag_ref, *refs = refs
+        pl.when(jnp.max(flag_ref[...]) != 0)(lambda: body(*refs))
+    else:
+        body(*refs)
+
+
+def _partition(program, a_ref, v_ref, s_ref, *, tile, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
     count = s_ref.shape[0]
     idx = s_ref.dtype
-    start = pl.program_id(0).astype(idx) * _BLOCK
+    start = program.astype(idx) * _BLOCK
     k = start + jnp.arange(_BLOCK, dtype=idx)
     valid = k < count
     # Lanes past the last boundary repeat it (no overflow in k * tile).
@@ -45,10 +61,12 @@ def _partition_kernel(a_ref, v_ref, s_ref, *, tile, side):
     pltriton.store(s_ref.at[pl.ds(start, _BLOCK)], split.astype(idx), mask=valid)
 
 
-def splits(a, v, *, tile, side, interpret):
+def splits(a, v, *, tile, side, interpret, merging=None):
     """For k = 0 .. ceil((N + M) / tile), how many elements of `a` the first
     min(k * tile, N + M) elements of the merge of `a` and `v` hold; in the
-    merge path's index dtype (int64 only where N + M + tile passes int32)."""
+    merge path's index dtype (int64 only where N + M + tile passes int32).
+    With `merging` (the checked kernel's int32 flag of shape (1,)), only
+    where it is nonzero: elsewhere the splits are left unwritten."""
     n, m = a.shape[0], v.shape[0]
     _bisect.check_extent(n + m + tile)
     count = -(-(n + m) // tile) + 1
@@ -59,4 +77,4 @@ def splits(a, v, *, tile, side, interpret):
         compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=1),
         interpret=interpret,
         name="merge_path_partition",
-    )(a, v)
+    )(*([] if merging is None else [merging]), a, v)

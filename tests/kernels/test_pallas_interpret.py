@@ -259,6 +259,27 @@ def test_checked_kernel_merges_serially():
 
 
 @pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
+def test_partition_pass_runs_where_the_flag_picks_the_merge():
+    """Before the checked kernel, the partition pass writes its splits where
+    the flag picks the merge path (the same splits as without a flag) and
+    nothing where it picks binary search, which never reads them."""
+    from jaxsearch.pallas_kernels.pallas_triton import partition
+
+    rng = np.random.default_rng(8)
+    a, v = (jnp.asarray(sample(rng, "float32", size)) for size in (700, 500))
+
+    def splits(*flag):
+        return np.asarray(partition.splits(a, v, tile=64, side="left", interpret=True,
+                                           merging=jnp.asarray(flag, jnp.int32)
+                                           if flag else None))
+
+    plain = splits()
+    assert (np.diff(plain) > 0).any()
+    np.testing.assert_array_equal(splits(1), plain)
+    assert (splits(0)[1:] != plain[1:]).all()
+
+
+@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
 def test_checked_kernel_argument_checks():
     checked = BACKENDS["pallas"].checked
     x = jnp.ones(8, jnp.float32)
