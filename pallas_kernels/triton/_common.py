@@ -149,19 +149,27 @@ def probe_search(lo, hi, a_ptr, v_key, STEPS: tl.constexpr, LEFT: tl.constexpr):
 
 
 @triton.jit
-def batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride):
-    """The pointers of this program's batch row (grid axis 1).
+def row_start(ptr, stride):
+    """Where this program's batch row (grid axis 1) of an operand starts: row
+    r lies `r * stride` elements on, stride 0 for an operand every row
+    shares. Offsets are int64 whatever the index type: a batch may hold
+    more than 2**31 elements in all."""
+    return ptr + tl.program_id(1).to(tl.int64) * tl.cast(stride, tl.int64)
 
-    An operand shared by every row has stride 0; the output is contiguous,
-    one row of `m` per batch element. Offsets are int64 whatever the index
-    type: a batch may hold more than 2**31 elements in all.
-    """
-    row = tl.program_id(1).to(tl.int64)
-    return (
-        a_ptr + row * tl.cast(a_stride, tl.int64),
-        v_ptr + row * tl.cast(v_stride, tl.int64),
-        o_ptr + row * tl.cast(m, tl.int64),
-    )
+
+@triton.jit
+def batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride):
+    """The pointers of this program's batch row: `a` and `v` at their row
+    strides, the output contiguous, one row of `m` per batch element."""
+    return row_start(a_ptr, a_stride), row_start(v_ptr, v_stride), row_start(o_ptr, m)
+
+
+@triton.jit
+def boundary_count(n, m, TILE: tl.constexpr):
+    """The merge path's tile boundaries for n + m elements, both ends
+    included: ceil((n + m) / TILE) + 1, the partition's splits per row.
+    `n` and `m` in the index type (n + m + TILE fits it)."""
+    return (n + m + (TILE - 1)) // TILE + 1
 
 
 @triton.jit

@@ -5,7 +5,9 @@
 configs of the Pallas wrappers: every real dtype, NaN last with all NaNs
 equal, -0.0 == 0.0, both sides, int32 or int64 answers, answers in [0, N]
 under a broken sortedness promise. The kernels themselves are in
-`merge_path.py` and `binary_search.py` next to this module.
+`merge_path.py`, `partition.py` (the merge path's partition pass, launched
+first where `config.partition` is 'once') and `binary_search.py` next to
+this module.
 
 Nothing here imports triton, torch or jax-triton at import time: the kernel
 modules and jax-triton load on the first call, so this module imports on any
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 
 import jax
@@ -32,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsearch.keys import INT32_MAX
+from jaxsearch.keys import INT32_MAX, check_x64, index_dtype
 
 from .._jax_private import compute_capability, gpu_triton
 from .._wrapper import searchsorted_wrapper
@@ -145,21 +148,29 @@ def triton_available(interpret: bool = False) -> tuple[bool, str]:
     return _probe(interpret)
 
 
-def _load_kernel(kind):
-    """The Triton kernel of `kind`, its module loaded on first use (it
+# Each kernel's module in this package.
+_KERNEL_MODULES = {
+    "merge_path_kernel": "merge_path",
+    "merge_path_partitioned_kernel": "merge_path",
+    "partition_kernel": "partition",
+    "binary_search_kernel": "binary_search",
+}
+
+# The partition pass's launch: boundaries per program (one lane each), warps.
+_PARTITION_BLOCK = 128
+_PARTITION_WARPS = 4
+
+
+def _load_kernel(name):
+    """The Triton kernel called `name`, its module loaded on first use (it
     imports triton)."""
-    if kind is MERGE_PATH:
-        from .merge_path import merge_path_kernel
-
-        return merge_path_kernel
-    from .binary_search import binary_search_kernel
-
-    return binary_search_kernel
+    module = importlib.import_module(f".{_KERNEL_MODULES[name]}", __package__)
+    return getattr(module, name)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Launch:
-    """What one kernel launch needs besides the operands."""
+    """What one search's kernel launches need besides the operands."""
 
     kind: KernelKind
     config: MergePathConfig | BinarySearchConfig
@@ -167,9 +178,22 @@ class _Launch:
     out_dtype: np.dtype
     interpret: bool
 
-    def kernel(self):
-        """The kernel (a triton JITFunction, or the interpreter's)."""
-        kernel = _load_kernel(self.kind)
+    @property
+    def partitioned(self) -> bool:
+        """Whether the partition kernel runs before the merge path."""
+        return self.kind is MERGE_PATH and self.config.partition == "once"
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel that writes the answers."""
+        if self.partitioned:
+            return "merge_path_partitioned_kernel"
+        return f"{self.kind.name}_kernel"
+
+    def kernel(self, name=None):
+        """The kernel `name` (by default the one that writes the answers): a
+        triton JITFunction, or the interpreter's."""
+        kernel = _load_kernel(name or self.kernel_name)
         interpreted = type(kernel).__name__ == "InterpretedFunction"
         if self.interpret and not interpreted:
             raise RuntimeError(
@@ -185,23 +209,42 @@ class _Launch:
         return kernel
 
     def grid_and_constexprs(self, n, m):
-        """Programs along grid axis 0, and the kernel's constexpr arguments."""
+        """Programs along grid axis 0, and the constexpr arguments of the
+        kernel that writes the answers."""
         config = self.config
         left = self.side == "left"
         if self.kind is MERGE_PATH:
-            return -(-(n + m) // config.tile), {
+            constexprs = {
                 "TILE": config.tile,
-                "BISECT": config.method != "compare",  # "serial" is Pallas Triton's
+                "BISECT": config.method != "compare",  # 'serial' falls back to it
                 "CHUNK": config.chunk,
-                "DIAG_STEPS": min(n, m).bit_length(),
+                "SERIAL": config.method == "serial",
+                "ITEMS": config.items or 1,
                 "LEFT": left,
                 "WIDE": n + m + config.tile > INT32_MAX,
             }
+            if not self.partitioned:
+                constexprs["DIAG_STEPS"] = min(n, m).bit_length()
+            return -(-(n + m) // config.tile), constexprs
         return -(-m // config.block), {
             "BLOCK": config.block,
             "STEPS": n.bit_length(),
             "LEFT": left,
             "WIDE": max(n, m + config.block) > INT32_MAX,
+        }
+
+    def partition(self, n, m):
+        """The partition kernel's launch: (its splits per row, their dtype,
+        its programs along grid axis 0, its constexprs)."""
+        tile = self.config.tile
+        check_x64(n + m + tile, f"merge-path inputs of {n + m} elements")
+        count = -(-(n + m) // tile) + 1
+        return count, index_dtype(n + m + tile), -(-count // _PARTITION_BLOCK), {
+            "TILE": tile,
+            "BLOCK": _PARTITION_BLOCK,
+            "DIAG_STEPS": min(n, m).bit_length(),
+            "LEFT": self.side == "left",
+            "WIDE": n + m + tile > INT32_MAX,
         }
 
 
@@ -216,26 +259,39 @@ def _launch(spec, a2, v2):
             [_launch(spec, part(a2, r), part(v2, r)) for r in range(0, rows, _MAX_GRID_Y)]
         )
     n, m = a2.shape[1], v2.shape[1]
-    kernel = spec.kernel()
-    grid_x, constexprs = spec.grid_and_constexprs(n, m)
-    grid = (grid_x, rows)
     # n, m, then the row strides: 0 for an operand every row shares.
     scalars = (n, m, n if a2.shape[0] > 1 else 0, m if v2.shape[0] > 1 else 0)
-    out_shape = jax.ShapeDtypeStruct((rows, m), spec.out_dtype)
+    operands = (a2, v2)
+    if spec.partitioned:
+        count, dtype, grid_x, constexprs = spec.partition(n, m)
+        splits = _call(spec, "partition_kernel", operands, scalars,
+                       jax.ShapeDtypeStruct((rows, count), dtype), (grid_x, rows), constexprs,
+                       num_warps=_PARTITION_WARPS, num_stages=1)
+        operands = (splits, a2, v2)
+    grid_x, constexprs = spec.grid_and_constexprs(n, m)
+    return _call(spec, spec.kernel_name, operands, scalars,
+                 jax.ShapeDtypeStruct((rows, m), spec.out_dtype), (grid_x, rows), constexprs,
+                 num_warps=spec.config.num_warps, num_stages=spec.config.num_stages)
+
+
+def _call(spec, name, operands, scalars, out_shape, grid, constexprs, *, num_warps, num_stages):
+    """One launch of kernel `name` on the array `operands`, then `scalars`,
+    writing one output of `out_shape`: through jax-triton, or in the
+    interpreter."""
+    kernel = spec.kernel(name)
     if spec.interpret:
-        return _interpret_call(kernel, a2, v2, scalars, out_shape, grid, constexprs)
+        return _interpret_call(kernel, operands, scalars, out_shape, grid, constexprs)
     import jax_triton
 
     return jax_triton.triton_call(
-        a2,
-        v2,
+        *operands,
         *scalars,
         kernel=kernel,
         grid=grid,
-        num_warps=spec.config.num_warps,
-        num_stages=spec.config.num_stages,
+        num_warps=num_warps,
+        num_stages=num_stages,
         compute_capability=target_compute_capability(),
-        name=f"jaxsearch_triton_{spec.kind.name}",
+        name=f"jaxsearch_triton_{name.removesuffix('_kernel')}",
         **_out_argument(jax_triton, out_shape),
         **constexprs,
     )
@@ -251,19 +307,19 @@ def _to_torch(x):
     return torch.from_numpy(x)
 
 
-def _interpret_call(kernel, a2, v2, scalars, out_shape, grid, constexprs):
+def _interpret_call(kernel, operands, scalars, out_shape, grid, constexprs):
     """Runs `kernel` in Triton's interpreter on the host."""
 
-    def host(a, v):
+    def host(*operands):
         import torch
 
         dtype = getattr(torch, out_shape.dtype.name)
         # Unwritten answers would show as INT_MIN: out of every valid range.
         out = torch.full(out_shape.shape, torch.iinfo(dtype).min, dtype=dtype)
-        kernel[grid](_to_torch(a), _to_torch(v), *scalars, out, **constexprs)
+        kernel[grid](*map(_to_torch, operands), *scalars, out, **constexprs)
         return out.numpy()
 
-    return jax.pure_callback(host, out_shape, a2, v2)
+    return jax.pure_callback(host, out_shape, *operands)
 
 
 def _batched(spec):

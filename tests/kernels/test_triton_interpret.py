@@ -44,14 +44,32 @@ TESTS = Path(__file__).resolve().parents[1]
 
 ON_GPU = jax.default_backend() == "gpu"
 
-# Small tiles and blocks, so that small inputs span many programs.
+# Small tiles and blocks, so that small inputs span many programs. The merge
+# configs run the partition kernel first, but for "merge_per_program".
 CONFIGS = {
     "merge_bisect": pk.MergePathConfig(tile=128),
     "merge_compare": pk.MergePathConfig(tile=128, method="compare", chunk=32),
+    # Few items per lane: in Triton's interpreter a walk costs a dozen numpy
+    # calls per step, and the bisection after walks that missed (broken
+    # promises) goes a lane per needle, tile / items needles at a time.
+    "merge_serial": pk.MergePathConfig(tile=128, method="serial", items=4),
+    "merge_per_program": pk.MergePathConfig(tile=128, partition="per_program"),
     "binary": pk.BinarySearchConfig(block=128),
 }
 KERNELS = list(CONFIGS)
 MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
+# One of each kernel the dtype matrix runs: the per-program kernel differs
+# from "merge_bisect" only in where its splits come from, by the same
+# search the partition kernel runs.
+MATRIX_KERNELS = [k for k in KERNELS if k != "merge_per_program"]
+# The serial merge at other (tile, items, partition): one lane per tile,
+# one item per lane, and the per-program splits.
+SERIAL_CONFIGS = [
+    pk.MergePathConfig(tile=16, method="serial", items=16),
+    pk.MergePathConfig(tile=32, method="serial", items=1),
+    pk.MergePathConfig(tile=32, method="serial", items=4, partition="per_program"),
+    pk.MergePathConfig(tile=64, method="serial", items=16),
+]
 
 
 # ---------------------------------------------------------------------------
@@ -60,6 +78,7 @@ MERGE_KERNELS = [k for k in KERNELS if k.startswith("merge")]
 
 
 def wrapper(kernel):
+    """The wrapper of kernel `kernel` (None: a merge-path config's)."""
     if kernel == "binary":
         return triton_binary_search_searchsorted
     return triton_merge_path_searchsorted
@@ -137,32 +156,63 @@ def search_grad(kernel, a, v, *, interpret):
     return np.asarray(jax.grad(fn)(jnp.asarray(a)))
 
 
-def launch_kernel(kind, a, v, side, *, wide, rows, interpret):
-    """The kernel alone, launched on torch tensors in the interpreter (the
-    worker only): WIDE (int64 positions) on small inputs, and a batch of
-    `rows` that share `a` (stride 0) while each has its own `v`."""
+# Answers' neighbours in memory in `launch_kernel`, which must stay unwritten.
+GUARD = 64
+
+
+def launch_kernel(kernel, a, v, side, *, wide, rows, interpret):
+    """The kernels alone, launched on torch tensors in the interpreter (the
+    worker only), as `searchsorted._launch` launches them: the partition
+    kernel first where the config asks for it. WIDE (int64 positions) on
+    small inputs, and a batch of `rows` that share `a` (stride 0) while
+    each has its own `v`. Returns the answers with GUARD elements of -1
+    either side of them, which no kernel may write."""
     import torch
 
     assert interpret, "torch CPU tensors run in the interpreter only"
 
-    config = CONFIGS["merge_bisect" if kind == "merge_path" else "binary"]
-    spec = triton_searchsorted._Launch(pk.kernel_kind(kind), config, side, np.dtype(np.int64),
-                                       interpret=True)
+    config = CONFIGS[kernel]
+    spec = triton_searchsorted._Launch(pk.kernel_kind(config.kind), config, side,
+                                       np.dtype(np.int64), interpret=True)
     n, m = a.shape[-1], v.shape[-1]
+    scalars = (n, m, 0, m if rows > 1 else 0)
+    operands = [torch.from_numpy(a.copy()), torch.from_numpy(v.copy())]
+    if spec.partitioned:
+        count, _, grid_x, constexprs = spec.partition(n, m)
+        splits = torch.full((rows, count), -1, dtype=torch.int64 if wide else torch.int32)
+        spec.kernel("partition_kernel")[(grid_x, rows)](
+            *operands, *scalars, splits, **constexprs | {"WIDE": wide}
+        )
+        operands.insert(0, splits)
     grid_x, constexprs = spec.grid_and_constexprs(n, m)
-    constexprs["WIDE"] = wide
-    out = torch.full((rows, m), -1, dtype=torch.int64)
+    out = torch.full((rows * m + 2 * GUARD,), -1, dtype=torch.int64)
     spec.kernel()[(grid_x, rows)](
-        torch.from_numpy(a.copy()),
-        torch.from_numpy(v.copy()),
-        n,
-        m,
-        0,
-        m if rows > 1 else 0,
-        out,
-        **constexprs,
+        *operands, *scalars, out[GUARD:-GUARD].view(rows, m), **constexprs | {"WIDE": wide}
     )
     return out.numpy()
+
+
+def serial_coverage(a, v, side, config, *, interpret):
+    """The answers of a serial merge-path `config`, and per program whether
+    the lanes' walks covered its needles (no bisection after them); the
+    worker only, where Triton's interpreter runs the kernels as Python and
+    looks `_serial_merge` up at each call."""
+    from jaxsearch.pallas_kernels.triton import merge_path
+
+    serial_merge = merge_path._serial_merge
+    covered = []
+
+    def spy(*args):
+        result = serial_merge(*args)
+        covered.append(bool(np.asarray(result.handle.data).item()))
+        return result
+
+    merge_path._serial_merge = spy
+    try:
+        answers = search(None, a, v, side, interpret=interpret, config=config)
+    finally:
+        merge_path._serial_merge = serial_merge
+    return answers, covered
 
 
 # ---------------------------------------------------------------------------
@@ -273,7 +323,7 @@ class TestTritonKernels(KernelCases):
     native Triton kernels."""
 
     KERNELS = tuple(KERNELS)
-    MATRIX_KERNELS = tuple(KERNELS)  # Each native Triton kernel is one of a kind.
+    MATRIX_KERNELS = tuple(MATRIX_KERNELS)
     BINARY_KERNELS = ("binary",)
 
     @pytest.fixture
@@ -342,7 +392,7 @@ def test_batch_split_over_launches(in_axes, run):
     )
 
 
-@pytest.mark.parametrize("kernel", ["merge_bisect", "binary"])
+@pytest.mark.parametrize("kernel", ["merge_bisect", "merge_per_program", "binary"])
 def test_nested_vmap(kernel, run):
     rng = np.random.default_rng(8)
     a = np.sort(rng.normal(size=(3, 100)), axis=1).astype(np.float32)
@@ -391,20 +441,67 @@ def test_default_configs(run):
         np.testing.assert_array_equal(result, expected(a, v, "left"))
 
 
-@pytest.mark.parametrize("kind", ["merge_path", "binary_search"])
-def test_kernel_on_torch_tensors(kind, worker):
+@pytest.mark.parametrize("kernel", ["merge_bisect", "merge_serial", "merge_per_program",
+                                    "binary"])
+def test_kernel_on_torch_tensors(kernel, worker):
     """The kernels called directly on torch tensors: the int64 positions
     (WIDE) of inputs past 2**31 elements, on small inputs, and a batch grid
-    axis whose rows share `a`."""
+    axis whose rows share `a`; sorted or not, nothing written outside the
+    answers."""
     rng = np.random.default_rng(11)
     a = sample(rng, "float32", 300)
     v = np.stack([sample(rng, "float32", 201) for _ in range(3)])
     for wide in (False, True):
         for side in ("left", "right"):
+            out = worker("launch_kernel", kernel, a, v, side, wide=wide, rows=3)
+            np.testing.assert_array_equal(out[:GUARD], -1)
+            np.testing.assert_array_equal(out[-GUARD:], -1)
             want = [expected(a, row, side) for row in v]
-            np.testing.assert_array_equal(
-                worker("launch_kernel", kind, a, v, side, wide=wide, rows=3), want
-            )
+            np.testing.assert_array_equal(out[GUARD:-GUARD].reshape(3, -1), want)
+    # Both operands out of order, rows of needles sorted downwards.
+    out = worker("launch_kernel", kernel, rng.permutation(a), v[:, ::-1], "left", wide=False,
+                 rows=3)
+    np.testing.assert_array_equal(out[:GUARD], -1)
+    np.testing.assert_array_equal(out[-GUARD:], -1)
+    kernel_cases.assert_in_range(out[GUARD:-GUARD], len(a))
+
+
+@pytest.mark.parametrize("config", SERIAL_CONFIGS, ids=str)
+def test_serial_merge_covers_sorted_inputs(config, worker):
+    """On sorted inputs the lanes' walks answer every needle once, with no
+    bisection after them, and exactly; on unsorted inputs some tile's walks
+    miss, and the bisection after them keeps every answer written and in
+    range."""
+    rng = np.random.default_rng(13)
+    a, v = sample(rng, "float32", 70), sample(rng, "float32", 50)
+    for side in ("left", "right"):
+        answers, covered = worker("serial_coverage", a, v, side, config)
+        np.testing.assert_array_equal(answers, expected(a, v, side))
+        assert covered and all(covered)
+    # A few needles and keys moved ahead of where they sort.
+    a[20:30], v[10:15] = a[60:70], v[40:45]
+    answers, covered = worker("serial_coverage", a, v, "left", config)
+    kernel_cases.assert_in_range(answers, len(a))
+    if config.items < config.tile:  # a lone lane walks its whole tile: it rarely misses
+        assert not all(covered)
+
+
+@pytest.mark.parametrize("method", ["bisect", "serial"])
+def test_partition_once_matches_per_program(method, run):
+    """The partition kernel finds each boundary's split by the search a
+    per-program kernel runs itself: the same answers whatever the data,
+    sorted or not."""
+    rng = np.random.default_rng(14)
+    configs = [pk.MergePathConfig(tile=32, method=method, items=4 if method == "serial" else None,
+                                  partition=partition) for partition in ("once", "per_program")]
+    for trial in range(4):
+        a = rng.integers(0, 8, 90, dtype=np.int8)
+        v = rng.integers(-1, 9, 70, dtype=np.int8)
+        a, v = (a, np.sort(v)) if trial % 2 else (np.sort(a), v)
+        side = ("left", "right")[trial // 2]
+        once, per_program = (run("search", None, a, v, side, config=c) for c in configs)
+        np.testing.assert_array_equal(once, per_program)
+        kernel_cases.assert_in_range(once, len(a))
 
 
 # ---------------------------------------------------------------------------
