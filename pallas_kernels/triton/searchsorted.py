@@ -237,7 +237,6 @@ class _Launch:
         """The partition kernel's launch: (its splits per row, their dtype,
         its programs along grid axis 0, its constexprs)."""
         tile = self.config.tile
-        check_x64(n + m + tile, f"merge-path inputs of {n + m} elements")
         count = -(-(n + m) // tile) + 1
         return count, index_dtype(n + m + tile), -(-count // _PARTITION_BLOCK), {
             "TILE": tile,
@@ -263,6 +262,8 @@ def _launch(spec, a2, v2):
     scalars = (n, m, n if a2.shape[0] > 1 else 0, m if v2.shape[0] > 1 else 0)
     operands = (a2, v2)
     if spec.partitioned:
+        # The splits are positions: int64 past int32, which jax needs x64 for.
+        check_x64(n + m + spec.config.tile, f"merge-path inputs of {n + m} elements")
         count, dtype, grid_x, constexprs = spec.partition(n, m)
         splits = _call(spec, "partition_kernel", operands, scalars,
                        jax.ShapeDtypeStruct((rows, count), dtype), (grid_x, rows), constexprs,

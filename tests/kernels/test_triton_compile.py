@@ -15,7 +15,10 @@ Marked `gpu`: every tuning config gives exact answers through jax-triton on
 a real GPU.
 """
 
+import contextlib
+import io
 import os
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +45,8 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     )
 
 from triton.backends.compiler import GPUTarget  # noqa: E402  (once triton is there)
+
+from jaxsearch.keys import INT32_MAX  # noqa: E402
 
 _Launch = triton_searchsorted._Launch
 SM90 = GPUTarget("cuda", 90, 32)
@@ -83,62 +88,93 @@ def scalar_type(value):
 
 
 def compile_launch(
-    config, n, m, *, dtype="float32", side="left", out_dtype="int32", rows=1, target=SM90
+    config, n, m, *, dtype="float32", side="left", out_dtype="int32", rows=1, target=SM90,
+    partition=False,
 ):
-    """Compiles the kernel as the wrapper launches it for these sizes."""
-    kind = config.kind
-    spec = _Launch(pk.kernel_kind(kind), config, side, np.dtype(out_dtype), interpret=False)
-    kernel = spec.kernel()
-    _, constexprs = spec.grid_and_constexprs(n, m)
+    """Compiles the kernel that writes the answers as the wrapper launches
+    it for these sizes, or with `partition` the merge path's partition
+    kernel launched before it (where `config.partition` is 'once')."""
+    spec = _Launch(pk.kernel_kind(config.kind), config, side, np.dtype(out_dtype),
+                   interpret=False)
+    # The partition's splits, in the merge path's index type.
+    splits = "*i64" if n + m + getattr(config, "tile", 0) > INT32_MAX else "*i32"
     pointer = "*" + TRITON_TYPES[dtype]
-    types = {"a_ptr": pointer, "v_ptr": pointer, "o_ptr": "*" + TRITON_TYPES[out_dtype]}
+    types = {"a_ptr": pointer, "v_ptr": pointer, "o_ptr": "*" + TRITON_TYPES[out_dtype],
+             "s_ptr": splits}
+    if partition:
+        assert spec.partitioned
+        name, (_, _, _, constexprs) = "partition_kernel", spec.partition(n, m)
+        num_warps, num_stages = triton_searchsorted._PARTITION_WARPS, 1
+    else:
+        name, (_, constexprs) = spec.kernel_name, spec.grid_and_constexprs(n, m)
+        num_warps, num_stages = config.num_warps, config.num_stages
+    kernel = spec.kernel(name)
     scalars = {"n": n, "m": m, "a_stride": n if rows > 1 else 0, "v_stride": m if rows > 1 else 0}
-    for name, value in scalars.items():
+    for scalar, value in scalars.items():
         if value == 1:  # jax-triton makes a scalar equal to 1 a constexpr.
-            constexprs[name] = 1
+            constexprs[scalar] = 1
         else:
-            types[name] = scalar_type(value)
+            types[scalar] = scalar_type(value)
     signature = {
-        name: "constexpr" if name in constexprs else types[name] for name in kernel.arg_names
+        arg: "constexpr" if arg in constexprs else types[arg] for arg in kernel.arg_names
     }
-    assert set(signature) == set(types) | set(constexprs)
-    aligned = [[["tt.divisibility", 16]]]
+    assert set(constexprs) <= set(signature)
+    aligned = [["tt.divisibility", 16]]
     attrs = {
-        (i,): aligned[0]
-        for i, name in enumerate(kernel.arg_names)
-        if signature[name].startswith("*")
+        (i,): aligned
+        for i, arg in enumerate(kernel.arg_names)
+        if signature[arg].startswith("*")
     }
     source = triton.compiler.ASTSource(
         fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs
     )
-    compiled = triton.compile(
-        source,
-        target=target,
-        options={
-            "num_warps": config.num_warps,
-            "num_stages": config.num_stages,
-            "num_ctas": 1,
-            "enable_fp_fusion": True,
-        },
-    )  # As jax-triton compiles.
+    options = {"num_warps": num_warps, "num_stages": num_stages, "num_ctas": 1,
+               "enable_fp_fusion": True}  # As jax-triton compiles.
+    if target.backend == "cuda":
+        options["ptx_options"] = PTXAS_SPILLS_FATAL
+    compiled = triton.compile(source, target=target, options=options)
     if target.backend == "cuda":
         ptx = compiled.asm["ptx"]
-        assert f".visible .entry {kind}_kernel" in ptx
+        assert f".visible .entry {name}" in ptx
         assert f".target sm_{target.arch}" in ptx
         assert compiled.asm["cubin"]
     else:
-        assert f"{kind}_kernel" in compiled.asm["amdgcn"]
+        assert name in compiled.asm["amdgcn"]
         assert compiled.asm["hsaco"]
-    assert compiled.metadata.num_warps == config.num_warps
+        assert amd_resources(compiled)["scratch"] == 0, f"{name} spills to scratch"
+    assert compiled.metadata.num_warps == num_warps
     assert compiled.metadata.shared <= MAX_SHARED_BYTES[target.backend]
     return compiled
 
 
-# The tuning space as native Triton sees it: it has no partition pass and
-# bisects where a config says 'serial', so a merge config's per-program and
-# serial twins compile to kernels already in the list.
-NATIVE_SPACE = [c for c in pk.tuning_space() if getattr(c, "partition", "once") == "once"
-                and getattr(c, "method", "") != "serial"]
+# ptxas fails on a kernel that spills registers to local memory, instead of
+# running it slowly.
+PTXAS_SPILLS_FATAL = "--warn-on-spills --warning-as-error"
+
+# The kernel descriptor's resource counts in the amdgcn assembly (the code
+# object's metadata notes): vector registers per lane (and accumulation
+# registers, where the compiler may also park values), scalar registers, and
+# scratch (private segment) bytes per lane, nonzero where registers spill.
+_AMD_RESOURCES = {"vgpr": ".vgpr_count:", "agpr": ".agpr_count:", "sgpr": ".sgpr_count:",
+                  "scratch": ".private_segment_fixed_size:"}
+
+
+def amd_resources(compiled):
+    """VGPRs, AGPRs, SGPRs and scratch bytes of a kernel compiled for gfx942."""
+    found = {}
+    for line in compiled.asm["amdgcn"].splitlines():
+        for key, marker in _AMD_RESOURCES.items():
+            if line.strip().lstrip("- ").startswith(marker):
+                found[key] = int(line.split(":")[1])
+    assert set(found) == set(_AMD_RESOURCES), f"no resource notes in the amdgcn: {found}"
+    return found
+
+
+# Native Triton serves every config of the tuning space by a kernel of its
+# own: the partition pass or not, and each method ('serial' included).
+NATIVE_SPACE = pk.tuning_space()
+# The configs that run the partition kernel first.
+PARTITIONED_SPACE = [c for c in NATIVE_SPACE if getattr(c, "partition", None) == "once"]
 
 
 @pytest.mark.parametrize("index, config", list(enumerate(NATIVE_SPACE)), ids=str)
@@ -152,15 +188,29 @@ def test_tuning_space_compiles_for_rocm(index, config):
     compile_launch(config, 10**8, 10**8, side=("left", "right")[index % 2], target=GFX942)
 
 
+@pytest.mark.parametrize("target", [SM90, GFX942], ids=["sm_90", "gfx942"])
+@pytest.mark.parametrize("n", [10**8, 2**32 + 5], ids=["i32", "i64"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_partition_compiles(side, n, target):
+    """The partition kernel, as the partitioned configs launch it, at int32
+    and int64 (WIDE) positions; it differs between them only in TILE."""
+    compile_launch(PARTITIONED_SPACE[0], n, 10**8, side=side, target=target, partition=True)
+
+
+@pytest.mark.parametrize("target", [SM90, GFX942], ids=["sm_90", "gfx942"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kind", ["merge_path", "binary_search"])
-def test_every_dtype_compiles(kind, dtype):
+@pytest.mark.parametrize("kernel", ["partition", "merge_path", "binary_search"])
+def test_every_dtype_compiles(kernel, dtype, target):
+    """Each kernel for each key dtype, at the default config: past N + M of
+    about 2**21 the merge path's is the serial merge after the partition."""
     n, m = 10**6, 3 * 10**5
     config = (
-        pk.default_merge_path_config if kind == "merge_path" else pk.default_binary_search_config
+        pk.default_binary_search_config if kernel == "binary_search"
+        else pk.default_merge_path_config
     )(n, m, dtype)
     wide = dtype in ("int64", "uint64", "float64")
-    compile_launch(config, n, m, dtype=dtype, side="right", out_dtype="int64" if wide else "int32")
+    compile_launch(config, n, m, dtype=dtype, side="right", out_dtype="int64" if wide else "int32",
+                   target=target, partition=kernel == "partition")
 
 
 @pytest.mark.parametrize("n", [2**31 + 5, 2**32 + 5], ids=["u32", "i64"])
@@ -175,11 +225,13 @@ def test_int64_positions_compile(config, n):
 @pytest.mark.parametrize("rows", [1, 2])
 @pytest.mark.parametrize("config", SAMPLE_CONFIGS, ids=str)
 def test_scalars_of_one_compile(config, rows):
-    """Sizes and strides of 1 reach the kernel as constexprs (jax-triton's
-    specialisation): one-element inputs and batches of them still compile."""
-    compile_launch(config, 1, 1, rows=rows)
-    compile_launch(config, 1, 1000, rows=rows)
-    compile_launch(config, 1000, 1, rows=rows)
+    """Sizes and strides of 1 reach the kernels as constexprs (jax-triton's
+    specialisation): one-element inputs and batches of them still compile,
+    the partition kernel too."""
+    partitioned = getattr(config, "partition", None) == "once"
+    for partition in {False, partitioned}:
+        for n, m in ((1, 1), (1, 1000), (1000, 1)):
+            compile_launch(config, n, m, rows=rows, partition=partition)
 
 
 # ---------------------------------------------------------------------------
@@ -216,3 +268,45 @@ def test_tuning_space_on_device(index, config):
     np.testing.assert_array_equal(
         result, np.searchsorted(a.astype(np.float64), v.astype(np.float64), side=side)
     )
+
+
+# ---------------------------------------------------------------------------
+# Run as a script: each kernel's registers and scratch, as a table.
+
+
+def ptxas_registers(config, partition):
+    """Registers per thread that ptxas reports for the kernel on sm_90."""
+    from helpers.h200 import parse_ptxas
+
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):  # Triton prints ptxas -v's report.
+        triton.knobs.nvidia.dump_ptxas_log = True
+        try:
+            compile_launch(config, 10**8, 10**8, partition=partition)
+        finally:
+            triton.knobs.nvidia.dump_ptxas_log = False
+    [report] = parse_ptxas(log.getvalue()).values()
+    return report["registers"]
+
+
+def print_resources():
+    """A Markdown table: per config of the tuning space (and the partition
+    kernel), N = M = 1e8 float32, side='left', the sm_90 registers per thread
+    and the gfx942 VGPRs, AGPRs, SGPRs and scratch bytes per lane."""
+    print("| kernel | config | sm_90 regs | gfx942 VGPR | AGPR | SGPR | scratch |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    cases = [(c, False) for c in NATIVE_SPACE] + [(PARTITIONED_SPACE[0], True)]
+    for config, partition in cases:
+        spec = _Launch(pk.kernel_kind(config.kind), config, "left", np.dtype("int32"), False)
+        name = "partition_kernel" if partition else spec.kernel_name
+        amd = amd_resources(compile_launch(config, 10**8, 10**8, target=GFX942,
+                                           partition=partition))
+        fields = {k: v for k, v in vars(config).items() if v is not None}
+        print(f"| {name} | {fields} | {ptxas_registers(config, partition)} | {amd['vgpr']} "
+              f"| {amd['agpr']} | {amd['sgpr']} | {amd['scratch']} |")
+
+
+if __name__ == "__main__":
+    # A fresh cache, so that ptxas runs (and reports) for every kernel.
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()
+    print_resources()
