@@ -39,11 +39,12 @@ class MergePathConfig:
         gathers per needle), or 'compare', a needles x chunk compare matrix per
         chunk of the slice (O(tile) compares per needle: for small tiles),
         or 'serial', the tile cut into runs of `items` merged elements, one
-        lane each, which finds where its run starts and ends (two searches
-        of log2(tile) steps) and merges it, one element per step: every
+        lane each, which finds where its run starts (a search of log2(tile)
+        steps) and merges it, one element per step: every
         lane busy whatever the mix of `a` and `v`, and O(1) work per
-        element. Pallas Triton's kernels only: the other backends bisect
-        where it says 'serial'.
+        element; a tile whose lanes' walks did not cover its needles once
+        each (a broken promise) bisects them again. Pallas Triton's and
+        native Triton's kernels: Mosaic GPU bisects where it says 'serial'.
       chunk: elements of `a` per compare step; 'compare' only (None otherwise).
       items: merged elements per lane; 'serial' only (None otherwise).
       num_warps: Triton warps per program.
@@ -52,8 +53,9 @@ class MergePathConfig:
         'once', a pass before the merge finds every tile boundary's split,
         one lane per boundary, and each program reads its two; or
         'per_program', each program searches its own two boundaries (two
-        lanes searching while the others wait). Pallas Triton's kernels
-        only: the other backends search per program whatever it says.
+        lanes searching while the others wait). Pallas Triton's and native
+        Triton's kernels (native Triton launches the pass as a triton_call
+        of its own): Mosaic GPU searches per program whatever it says.
     """
 
     kind: ClassVar[str] = "merge_path"  # its `KernelKind`'s name
@@ -209,8 +211,9 @@ def tuning_space():
                         partition="per_program")
         for tile in (256, 512, 1024, 2048)
     ]
-    # The serial merge, one lane per thread, at (tile, num_warps) launches of
-    # the list above: the other backends bisect where it says 'serial'.
+    # The serial merge, one lane per thread (on a 32-lane warp), at (tile,
+    # num_warps) launches of the list above: Mosaic GPU bisects where it
+    # says 'serial'.
     space += [
         MergePathConfig(tile=tile, method="serial", items=items, num_warps=warps)
         for tile, items, warps in ((1024, 8, 4), (2048, 16, 4), (4096, 16, 8))

@@ -6,10 +6,15 @@ IR, LLVM IR, PTX) and then ptxas, on any machine. Each case compiles the
 kernel exactly as the wrappers would launch it: the constexprs come from the
 wrappers' own launch description, the scalar arguments get the types
 jax-triton gives them (i32, u32 or i64 by value, and a constexpr for a value
-of 1), and pointers the 16-byte alignment jax-triton assumes. A config that
-does not compile is a failing test. The tuning space also compiles for
-ROCm (gfx942, MI300), the other platform the kernels serve. Without triton
-the file skips.
+of 1), and pointers the 16-byte alignment jax-triton assumes; a merge-path
+config that partitions first compiles the partition kernel too. A config
+that does not compile, or spills registers (ptxas's spill warning made an
+error), is a failing test. The tuning space also compiles for ROCm (gfx942,
+MI300), the other platform the kernels serve, where a kernel with scratch
+(private segment) memory, spilled registers, fails. Without triton the
+file skips. Run as a script (`PYTHONPATH=tests python
+tests/kernels/test_triton_compile.py`), it prints each kernel's registers:
+sm_90's from ptxas, gfx942's VGPRs, AGPRs, SGPRs and scratch bytes.
 
 Marked `gpu`: every tuning config gives exact answers through jax-triton on
 a real GPU.
