@@ -10,7 +10,12 @@ shows "SPILLS" (the compile was refused: spills are fatal there).
 Needs the `h200-compile` extra (no GPU):
 
     python bench/gpu_resources.py [--dtypes int32,float32] [--sides left]
-        [--batch 4] [--n 4096 --m 4096] [--json FILE]
+        [--batch 4] [--n 4096 --m 4096] [--json FILE] [--gfx942]
+
+With --gfx942 (needs the triton wheel), the same configs' Pallas Triton
+kernels are also compiled for AMD's MI300X (tests/helpers/gfx942.py: jax's
+ROCm lowering, then the triton wheel's AMD backend), and a second table
+gives their vector and scalar registers, spills, scratch and LDS.
 """
 
 from __future__ import annotations
@@ -42,11 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=h200.BATCH,
                         help="vmap rows (0: no vmap); the merge path spilled under vmap")
     parser.add_argument("--json", type=Path, help="also write every result to this file")
+    parser.add_argument("--gfx942", action="store_true",
+                        help="also compile the Pallas Triton kernels for an MI300X (gfx942) "
+                             "and print their registers, spills, scratch and LDS")
     return parser
 
 
 def _row(result: dict) -> list[str]:
-    fields = ",".join(f"{k}={v}" for k, v in result["config"].items() if v is not None)
+    fields = _fields(result["config"])
     kernel_name = f"{result['kind']}_searchsorted"
     kernel = result["kernels"].get(kernel_name, {})
     compiled = "yes" if result["ok"] else "SPILLS" if "spill" in result["error"] else \
@@ -57,12 +65,98 @@ def _row(result: dict) -> list[str]:
             compiled, *map(str, values)]
 
 
-def table(rows: list[list[str]]) -> str:
-    """Rows under COLUMNS, aligned."""
-    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-             for row in [COLUMNS, *rows]]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+def _fields(config: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items() if v is not None)
+
+
+GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "SGPRs",
+                  "VGPR spills", "SGPR spills", "scratch", "LDS", "occupancy"]
+
+
+def gfx942_kernels(cases: list[dict]) -> list[tuple[dict, object]]:
+    """The Pallas Triton kernels of each case (a config case of
+    `h200.config_cases`), compiled for gfx942: (case, `gfx942.Resources`)
+    per kernel."""
+    import jax
+    import jax.numpy as jnp
+    from helpers import gfx942
+
+    from jaxsearch.pallas_kernels import BACKENDS, kernel_kind
+
+    found = []
+    for case in cases:
+        kind = kernel_kind(case["kind"])
+        config = kind.config_cls(**case["config"])
+
+        def search(a, v, kind=kind, config=config, side=case["side"]):
+            return BACKENDS["pallas"].kernel(kind)(a, v, side=side, out_dtype=jnp.int32,
+                                                   config=config)
+
+        rows = () if case["batch"] is None else (case["batch"],)
+        a, v = (jax.ShapeDtypeStruct(rows + (size,), jnp.dtype(case["dtype"]))
+                for size in (case["n"], case["m"]))
+        with jax.enable_x64(case["dtype"] in h200.X64_DTYPES):
+            kernels = gfx942.compile_for_gfx942(jax.vmap(search) if rows else search, a, v)
+        found += [(case, kernel) for kernel in kernels]
+    return found
+
+
+def _gfx942_row(case: dict, k) -> list[str]:
+    return [k.kernel, _fields(case["config"]), case["dtype"], case["side"],
+            *map(str, (k.num_warps, k.vgprs, k.sgprs, k.vgpr_spills, k.sgpr_spills, k.scratch,
+                       k.lds, k.occupancy))]
+
+
+def _row(result: dict) -> list[str]:
+    fields = _fields(result["config"])
+    kernel_name = f"{result['kind']}_searchsorted"
+    kernel = result["kernels"].get(kernel_name, {})
+    compiled = "yes" if result["ok"] else "SPILLS" if "spill" in result["error"] else \
+        result["error"].splitlines()[0][:40]
+    values = [kernel.get(k, "-") for k in ("registers", "spill_stores", "spill_loads", "stack",
+                                            "threads", "shared_memory")]
+    return [result["implementation"], result["kind"], fields, result["dtype"], result["side"],
+            compiled, *map(str, values)]
+
+
+def _fields(config: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items() if v is not None)
+
+
+GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "SGPRs",
+                  "VGPR spills", "SGPR spills", "scratch", "LDS", "occupancy"]
+
+
+def gfx942_rows(cases: list[dict]) -> list[list[str]]:
+    """The Pallas Triton kernels of each case (a config case of
+    `h200.config_cases`), compiled for gfx942: a row per kernel."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+    from helpers import gfx942
+
+    from jaxsearch.pallas_kernels import BACKENDS, kernel_kind
+
+    rows = []
+    for case in cases:
+        kind = kernel_kind(case["kind"])
+        config = kind.config_cls(**case["config"])
+
+        def search(a, v, kind=kind, config=config, side=case["side"]):
+            return BACKENDS["pallas"].kernel(kind)(a, v, side=side, out_dtype=jnp.int32,
+                                                   config=config)
+
+        rows_of = () if case["batch"] is None else (case["batch"],)
+        a, v = (jax.ShapeDtypeStruct(rows_of + (size,), jnp.dtype(case["dtype"]))
+                for size in (case["n"], case["m"]))
+        with jax.enable_x64(case["dtype"] in h200.X64_DTYPES):
+            kernels = gfx942.compile_for_gfx942(jax.vmap(search) if rows_of else search, a, v)
+        for kernel in kernels:
+            figures = dataclasses.astuple(kernel)[1:]
+            rows.append([kernel.kernel, _fields(case["config"]), case["dtype"], case["side"],
+                         *map(str, figures)])
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot compile for the H200 here: {missing}", file=sys.stderr)
         return 2
     import jaxsearch.pallas_kernels as pk
+    from jaxsearch.tools.bench.format import format_table
 
     dtypes = h200.DTYPES if args.dtypes == "all" else tuple(args.dtypes.split(","))
     cases = h200.config_cases(pk.tuning_space(), dtypes=dtypes, sides=tuple(args.sides.split(",")),
@@ -80,12 +175,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Compiled for an NVIDIA H200 (sm_90a), N={args.n}, M={args.m}, "
           f"{f'vmap of {args.batch} rows' if args.batch else 'no vmap'}; registers per thread, "
           "bytes of spills and stack per thread, shared memory bytes per program:\n")
-    print(table([_row(r) for r in results]))
+    print(format_table(COLUMNS, [_row(r) for r in results], align="l" * len(COLUMNS)))
     spilled = [h200.case_id(r) for r in results if not r["ok"]]
     print(f"\n{len(results) - len(spilled)} of {len(results)} compiled without spilling"
           + (": refused " + ", ".join(spilled) if spilled else ""))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.gfx942:
+        kernels = gfx942_kernels([c for c in cases if c["implementation"] == "pallas"])
+        print("\nThe Pallas Triton kernels compiled for an AMD MI300X (gfx942) by the triton "
+              "wheel: wavefronts per program, registers and scratch bytes per lane, LDS "
+              "bytes per program, occupancy in wavefronts per SIMD:\n")
+        print(format_table(GFX942_COLUMNS, [_gfx942_row(*found) for found in kernels],
+                           align="llll" + "r" * 8))
+        scratch = [k for _, k in kernels if k.spills]
+        print(f"\n{len(kernels) - len(scratch)} of {len(kernels)} kernels with no scratch "
+              "and no VGPR spill")
+        spilled = spilled or scratch
     return 1 if spilled else 0
 
 

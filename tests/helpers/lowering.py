@@ -42,8 +42,13 @@ def on_abstract_gpu_if_needed(thunk):
 
 def lower_for_cuda(fn, *args):
     """Lowers `fn(*args)` for CUDA on this machine."""
+    return lower_for("cuda", fn, *args)
+
+
+def lower_for(platform, fn, *args):
+    """Lowers `fn(*args)` for a GPU platform ("cuda" or "rocm") on this machine."""
     return on_abstract_gpu_if_needed(
-        lambda: jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
+        lambda: jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,))
     )
 
 

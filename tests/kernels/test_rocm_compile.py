@@ -1,0 +1,97 @@
+"""The Pallas Triton kernels compile for AMD's MI300X (gfx942) without a
+GPU, with no scratch memory and within its LDS.
+
+jax lowers each kernel for ROCm, and the triton wheel's AMD backend compiles
+the Triton IR the lowering holds (`helpers/gfx942.py` says why not XLA's
+ROCm backend). Spills are fatal: a kernel with scratch memory or spilled
+vector registers fails its case. SGPR spills go to lanes of vector
+registers, not to memory: they are allowed, and `bench/gpu_resources.py
+--gfx942` reports them. Without triton the file skips.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxsearch.pallas_kernels as pk
+from jaxsearch.pallas_kernels import BACKENDS, MERGE_PATH, kernel_kind
+
+pytest.importorskip("triton", reason="triton is not installed (pip install triton): "
+                    "nothing to compile the Triton IR for gfx942 with")
+if os.environ.get("TRITON_INTERPRET") == "1":
+    pytest.skip("TRITON_INTERPRET=1: Triton would not compile", allow_module_level=True)
+if not BACKENDS["pallas"].kernels:
+    pytest.skip("this jax has no Pallas Triton backend", allow_module_level=True)
+
+from helpers import gfx942  # noqa: E402  (imports triton's backends when compiling)
+from helpers.h200 import DTYPES, X64_DTYPES  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning",
+    "ignore:TRITON_DEFAULT_FP_FUSION is unset",
+)
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fresh_triton_cache(tmp_path_factory):
+    """A cache of our own, so that every case really compiles."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton_cache")))
+        yield
+
+
+LARGE = 10**8  # N = M: the default merge config is the serial merge there
+
+
+def compiled(fn, n, m, dtype="float32"):
+    """The kernels of `fn(a, v)` for n keys and m needles, compiled for
+    gfx942, each checked against spills and the LDS."""
+    a, v = (jax.ShapeDtypeStruct((size,), jnp.dtype(dtype)) for size in (n, m))
+    with jax.enable_x64(dtype in X64_DTYPES):
+        kernels = gfx942.compile_for_gfx942(fn, a, v)
+    for kernel in kernels:
+        assert not kernel.spills, kernel
+        assert kernel.lds <= gfx942.LDS_BYTES, kernel
+    return kernels
+
+
+@pytest.mark.parametrize("index, config", list(enumerate(pk.tuning_space())), ids=str)
+def test_tuning_space_compiles_for_gfx942(index, config):
+    side = ("left", "right")[index % 2]
+
+    def search(a, v):
+        return BACKENDS["pallas"].kernel(kernel_kind(config.kind))(
+            a, v, side=side, out_dtype=jnp.int32, config=config)
+
+    names = [k.kernel for k in compiled(search, LARGE, LARGE)]
+    partitions = config.kind == "merge_path" and config.partition == "once"
+    assert names == ["merge_path_partition"] * partitions + [f"{config.kind}_searchsorted"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_checked_call_compiles_for_gfx942_for_every_dtype(dtype):
+    """The default call's kernels (the partition pass and the checked kernel,
+    with the serial merge and the binary search) for every key dtype."""
+
+    def checked(a, v):
+        return BACKENDS["pallas"].checked(a, v, jnp.ones(1, jnp.int32), side="right",
+                                          out_dtype=jnp.int32)
+
+    names = [k.kernel for k in compiled(checked, LARGE, LARGE, dtype)]
+    assert names == ["merge_path_partition", "checked_searchsorted"]
+
+
+def test_spills_fail_the_compile():
+    """A compare matrix far too large for one wavefront's registers: the
+    check that every case above passes must refuse it."""
+    config = pk.MergePathConfig(tile=512, method="compare", chunk=256, num_warps=1)
+
+    def search(a, v):
+        return BACKENDS["pallas"].kernel(MERGE_PATH)(a, v, side="left", out_dtype=jnp.int32,
+                                                     config=config)
+
+    with pytest.raises(AssertionError, match="scratch"):
+        compiled(search, 10**6, 10**6)
