@@ -134,7 +134,11 @@ def _merge_tile(
     LEFT: tl.constexpr,
 ):
     """Writes the answers of the needles of the tile between diagonals d0
-    and d1, whose splits (elements of `a` before them) are i0 and i1."""
+    and d1, whose splits (elements of `a` before them) are i0 and i1.
+
+    Where the bisection answers again after a serial merge, a walk's store
+    to the same needle (by another thread) may still land after it: both
+    lie in [i0, i0 + na], so the answer stays in range either way."""
     # Sorted inputs: (i1 - i0) + (j1 - j0) = d1 - d0 <= TILE. Broken promises
     # may give a negative length; clamping keeps every index in range.
     na = tl.maximum(i1 - i0, 0)
