@@ -8,11 +8,14 @@ the kernel would with those arguments: it reads each batch row at the row
 strides it is given (0: every row shares the operand), runs the kernel's
 fixed-step searches with the constexprs it is given (STEPS, DIAG_STEPS,
 TILE, BLOCK, LEFT, BISECT, CHUNK) over the programs of the grid, and leaves
-INT32_MIN where no program writes. So a wrong grid, stride, step count or
-side, a lost bool->uint8 conversion, or a batch split past `_MAX_GRID_Y`
-that misorders its parts, fails here. The kernels' parameter lists are read
-from their source (no triton needed) to check the call's argument order
-and constexpr names.
+INT32_MIN where no program writes; a merge path that partitions first is
+two calls, the partition's splits handed to the merge. So a wrong grid,
+stride, step count or side, a lost bool->uint8 conversion, splits lost
+between the calls, or a batch split past `_MAX_GRID_Y` that misorders its
+parts, fails here. The kernels' parameter lists are read from their source
+(no triton needed) to check the call's argument order and constexpr names.
+A serial merge (SERIAL) is emulated by its bisection: on sorted inputs the
+two give the same answers.
 """
 
 import ast
@@ -31,17 +34,18 @@ from jaxsearch.keys import INT32_MAX
 from jaxsearch.pallas_kernels.triton import searchsorted as ts
 
 UNWRITTEN = np.iinfo(np.int32).min
-KERNEL_SOURCES = {pk.MERGE_PATH: "merge_path.py", pk.BINARY_SEARCH: "binary_search.py"}
 CONFIGS = {"merge_bisect": pk.MergePathConfig(tile=128, num_warps=4, num_stages=2),
            "merge_compare": pk.MergePathConfig(tile=128, method="compare", chunk=32),
+           "merge_serial": pk.MergePathConfig(tile=128, method="serial", items=8),
+           "merge_per_program": pk.MergePathConfig(tile=128, partition="per_program"),
            "binary": pk.BinarySearchConfig(block=128, num_warps=2, num_stages=3)}
 
 
-def kernel_parameters(kind):
-    """(parameters, constexpr parameters) of the kind's Triton kernel, from its source."""
-    path = Path(ts.__file__).with_name(KERNEL_SOURCES[kind])
+def kernel_parameters(name):
+    """(parameters, constexpr parameters) of the Triton kernel `name`, from its source."""
+    path = Path(ts.__file__).with_name(f"{ts._KERNEL_MODULES[name]}.py")
     [kernel] = [node for node in ast.parse(path.read_text()).body
-                if isinstance(node, ast.FunctionDef) and node.name == f"{kind.name}_kernel"]
+                if isinstance(node, ast.FunctionDef) and node.name == name]
     names = [arg.arg for arg in kernel.args.args]
     constexprs = [arg.arg for arg in kernel.args.args
                   if arg.annotation is not None and "constexpr" in ast.unparse(arg.annotation)]
@@ -57,30 +61,48 @@ def _bisect(lo, hi, steps, goes_right):
     return lo
 
 
-def emulate(kind, a, v, n, m, grid_x, c):
-    """One batch row's answers, as the kernel computes them from these
-    constexprs `c` over `grid_x` programs."""
+def diagonal_split(a, v, n, m, d, c):
+    """`_common.bisect` along diagonal d: elements of `a` in its first d."""
+    return _bisect(max(d - m, 0), min(d, n), c["DIAG_STEPS"],
+                   lambda i: precedes(a[i], v[d - 1 - i], c["LEFT"]))
+
+
+def precedes(x, y, left):
+    return x < y if left else x <= y
+
+
+def emulate_partition(a, v, n, m, grid_x, c, count):
+    """One batch row's splits, as the partition kernel writes them."""
+    out = np.full(count, UNWRITTEN, np.int64)
+    for k in range(min(grid_x * c["BLOCK"], count)):
+        out[k] = diagonal_split(a, v, n, m, min(k * c["TILE"], n + m), c)
+    return out
+
+
+def emulate(name, a, v, n, m, grid_x, c, splits=None):
+    """One batch row's answers, as kernel `name` computes them from these
+    constexprs `c` over `grid_x` programs (and the row's `splits`, for the
+    partitioned merge)."""
     out = np.full(m, UNWRITTEN, np.int64)
-
-    def precedes(x, y):
-        return x < y if c["LEFT"] else x <= y
-
+    left = c["LEFT"]
     for program in range(grid_x):
-        if kind is pk.BINARY_SEARCH:
+        if name == "binary_search_kernel":
             for j in range(program * c["BLOCK"], min((program + 1) * c["BLOCK"], m)):
-                out[j] = _bisect(0, n, c["STEPS"], lambda i, j=j: precedes(a[i], v[j]))
+                out[j] = _bisect(0, n, c["STEPS"], lambda i, j=j: precedes(a[i], v[j], left))
             continue
         d0 = min(program * c["TILE"], n + m)
         d1 = min(d0 + c["TILE"], n + m)
-        i0, i1 = (_bisect(max(d - m, 0), min(d, n), c["DIAG_STEPS"],
-                          lambda i, d=d: precedes(a[i], v[d - 1 - i])) for d in (d0, d1))
+        if splits is None:
+            i0, i1 = (diagonal_split(a, v, n, m, d, c) for d in (d0, d1))
+        else:
+            i0, i1 = int(splits[program]), int(splits[program + 1])
         na, start = max(i1 - i0, 0), d0 - i0
         for j in range(start, max(d1 - i1, start)):
             if c["BISECT"]:
                 out[j] = _bisect(i0, i0 + na, c["TILE"].bit_length(),
-                                 lambda i, j=j: precedes(a[i], v[j]))
+                                 lambda i, j=j: precedes(a[i], v[j], left))
             else:
-                out[j] = i0 + int(np.sum(precedes(a[i0:i0 + na], v[j])))
+                out[j] = i0 + int(np.sum(precedes(a[i0:i0 + na], v[j], left)))
     return out
 
 
@@ -94,17 +116,22 @@ class FakeJaxTriton:
 
     def triton_call(self, *args, kernel, grid, num_warps, num_stages, compute_capability, name,
                     out_type, **constexprs):
+        partitioned = kernel.name == "merge_path_partitioned_kernel"
+        if partitioned:
+            splits, *args = args
         a2, v2, n, m, a_stride, v_stride = args
-        names, constexpr_names = kernel_parameters(kernel.kind)
+        names, constexpr_names = kernel_parameters(kernel.name)
         # Inputs, then the output, then the constexprs: the kernel's order.
-        assert names == ["a_ptr", "v_ptr", "n", "m", "a_stride", "v_stride", "o_ptr",
-                         *constexpr_names]
+        output = "s_ptr" if kernel.name == "partition_kernel" else "o_ptr"
+        assert names == [*(["s_ptr"] if partitioned else []), "a_ptr", "v_ptr", "n", "m",
+                         "a_stride", "v_stride", output, *constexpr_names]
         assert sorted(constexprs) == sorted(constexpr_names)
-        assert out_type.shape == (grid[1], m)
+        boundaries = -(-(n + m) // constexprs.get("TILE", 1)) + 1
+        assert out_type.shape == (grid[1], m if output == "o_ptr" else boundaries)
 
-        def host(a2, v2):
+        def host(a2, v2, *splits):
             # Recorded when the launch runs: a trace that never runs is no launch.
-            self.calls.append(dict(kind=kernel.kind, grid=grid, rows=(a2.shape[0], v2.shape[0]),
+            self.calls.append(dict(kernel=kernel.name, grid=grid, rows=(a2.shape[0], v2.shape[0]),
                                    dtypes=(a2.dtype, v2.dtype), scalars=(n, m, a_stride, v_stride),
                                    num_warps=num_warps, num_stages=num_stages,
                                    compute_capability=compute_capability, name=name,
@@ -115,10 +142,15 @@ class FakeJaxTriton:
                 a_row = a_flat[row * a_stride:row * a_stride + n]
                 v_row = v_flat[row * v_stride:row * v_stride + m]
                 assert (a_row.size, v_row.size) == (n, m), "a row read past its operand"
-                rows.append(emulate(kernel.kind, a_row, v_row, n, m, grid[0], constexprs))
+                if output == "s_ptr":
+                    rows.append(emulate_partition(a_row, v_row, n, m, grid[0], constexprs,
+                                                  out_type.shape[1]))
+                else:
+                    rows.append(emulate(kernel.name, a_row, v_row, n, m, grid[0], constexprs,
+                                        splits[0][row] if splits else None))
             return np.array(rows, out_type.dtype).reshape(out_type.shape)
 
-        return jax.pure_callback(host, out_type, a2, v2)
+        return jax.pure_callback(host, out_type, a2, v2, *([splits] if partitioned else []))
 
 
 @pytest.fixture
@@ -127,7 +159,7 @@ def fake(monkeypatch):
     fake = FakeJaxTriton()
     jax.clear_caches()  # The jitted wrappers must trace again, with the stand-in.
     monkeypatch.setitem(sys.modules, "jax_triton", fake)
-    monkeypatch.setattr(ts, "_load_kernel", lambda kind: types.SimpleNamespace(kind=kind))
+    monkeypatch.setattr(ts, "_load_kernel", lambda name: types.SimpleNamespace(name=name))
     return fake
 
 
@@ -151,19 +183,28 @@ def test_launch(fake, kernel, dtype, n, m):
     for side in ("left", "right"):
         result = np.asarray(call(kernel, jnp.asarray(a), jnp.asarray(v), side))
         np.testing.assert_array_equal(result, np.searchsorted(a, v, side=side))
-    [left, right] = fake.calls
     config = CONFIGS[kernel]
+    spec = ts._Launch(pk.kernel_kind(config.kind), config, "left", np.dtype("int32"), False)
+    # Per side, the partition first where the config asks for it.
+    kernels = (["partition_kernel"] if spec.partitioned else []) + [spec.kernel_name]
+    assert [c["kernel"] for c in fake.calls] == 2 * kernels
+    left, right = fake.calls[len(kernels) - 1], fake.calls[-1]
     assert left["constexprs"]["LEFT"] and not right["constexprs"]["LEFT"]
     assert left["scalars"] == (n, m, 0, 0)  # One row: shared, stride 0.
     assert left["rows"] == (1, 1) and left["grid"][1] == 1
     assert left["dtypes"] == 2 * (np.dtype("uint8" if dtype == "bool" else dtype),)
     assert (left["num_warps"], left["num_stages"]) == (config.num_warps, config.num_stages)
     assert left["compute_capability"] == ts.target_compute_capability() == 90
-    assert left["name"] == f"jaxsearch_triton_{config.kind}"
+    assert left["name"] == f"jaxsearch_triton_{spec.kernel_name.removesuffix('_kernel')}"
     assert not left["constexprs"]["WIDE"]
+    if spec.partitioned:
+        partition = fake.calls[0]
+        assert partition["constexprs"]["TILE"] == config.tile
+        assert partition["out_type"].dtype == np.int32
+        assert partition["scalars"] == left["scalars"]
 
 
-@pytest.mark.parametrize("kernel", ["merge_bisect", "binary"])
+@pytest.mark.parametrize("kernel", ["merge_bisect", "merge_per_program", "binary"])
 @pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)], ids=["both", "v", "a"])
 @pytest.mark.parametrize("max_rows", [65535, 2])
 def test_batched_launch_strides_and_split(fake, monkeypatch, kernel, in_axes, max_rows):
@@ -183,10 +224,12 @@ def test_batched_launch_strides_and_split(fake, monkeypatch, kernel, in_axes, ma
             for b in range(batch)]
     np.testing.assert_array_equal(result, np.stack(want))
     parts = [batch] if max_rows > batch else [2, 2, 1]
+    # Per part, the partition and then the merge where the config partitions.
+    launches = 2 if kernel == "merge_bisect" else 1
     # The callbacks may run in any order; the answers show the concatenation's.
-    calls = sorted(fake.calls, key=lambda c: -c["grid"][1])
-    assert [c["grid"][1] for c in calls] == parts
-    for c, rows in zip(calls, parts):
+    calls = sorted(fake.calls, key=lambda c: (-c["grid"][1], c["kernel"]))
+    assert [c["grid"][1] for c in calls] == [rows for rows in parts for _ in range(launches)]
+    for c, rows in zip(calls, [rows for rows in parts for _ in range(launches)]):
         a_rows = 1 if in_axes[0] is None else rows
         v_rows = 1 if in_axes[1] is None else rows
         assert c["rows"] == (a_rows, v_rows)
@@ -212,7 +255,11 @@ def test_wide_from_the_first_position_past_int32(kind, size):
         assert constexprs["LEFT"] is True
         if kind is pk.MERGE_PATH:
             assert grid_x == -(-(n + extra + m) // size)
-            assert constexprs["DIAG_STEPS"] == m.bit_length()
+            count, dtype, _, partition = spec.partition(n + extra, m)
+            assert count == grid_x + 1
+            assert dtype == np.dtype(np.int64 if wide else np.int32)
+            assert partition["WIDE"] is wide
+            assert partition["DIAG_STEPS"] == m.bit_length()
         else:
             assert grid_x == -(-m // size)
             assert constexprs["STEPS"] == (n + extra).bit_length()
