@@ -69,7 +69,7 @@ def _fields(config: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in config.items() if v is not None)
 
 
-GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "SGPRs",
+GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "AGPRs", "SGPRs",
                   "VGPR spills", "SGPR spills", "scratch", "LDS", "occupancy"]
 
 
@@ -103,8 +103,8 @@ def gfx942_kernels(cases: list[dict]) -> list[tuple[dict, object]]:
 
 def _gfx942_row(case: dict, k) -> list[str]:
     return [k.kernel, _fields(case["config"]), case["dtype"], case["side"],
-            *map(str, (k.num_warps, k.vgprs, k.sgprs, k.vgpr_spills, k.sgpr_spills, k.scratch,
-                       k.lds, k.occupancy))]
+            *map(str, (k.num_warps, k.vgprs, k.agprs, k.sgprs, k.vgpr_spills, k.sgpr_spills,
+                       k.scratch, k.lds, k.occupancy))]
 
 
 def _row(result: dict) -> list[str]:
@@ -123,7 +123,7 @@ def _fields(config: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in config.items() if v is not None)
 
 
-GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "SGPRs",
+GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "AGPRs", "SGPRs",
                   "VGPR spills", "SGPR spills", "scratch", "LDS", "occupancy"]
 
 
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
               "wheel: wavefronts per program, registers and scratch bytes per lane, LDS "
               "bytes per program, occupancy in wavefronts per SIMD:\n")
         print(format_table(GFX942_COLUMNS, [_gfx942_row(*found) for found in kernels],
-                           align="llll" + "r" * 8))
+                           align="llll" + "r" * 9))
         scratch = [k for _, k in kernels if k.spills]
         print(f"\n{len(kernels) - len(scratch)} of {len(kernels)} kernels with no scratch "
               "and no VGPR spill")

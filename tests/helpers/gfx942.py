@@ -31,6 +31,7 @@ class Resources:
     kernel: str
     num_warps: int  # wavefronts of 64 lanes per program
     vgprs: int
+    agprs: int  # accumulation registers, where the compiler may also park values
     sgprs: int
     vgpr_spills: int
     sgpr_spills: int
@@ -47,7 +48,23 @@ class Resources:
 
 def _metadata(asm: str, name: str) -> int:
     """A number of the code object's metadata (`.name: value`)."""
-    return int(re.search(rf"^\s*\.{name}:\s+(\d+)\s*$", asm, re.M).group(1))
+    found = re.search(rf"^[\s-]*\.{name}:\s+(\d+)\s*$", asm, re.M)
+    assert found, f"no .{name} in the amdgcn assembly"
+    return int(found.group(1))
+
+
+def resources(compiled) -> Resources:
+    """The resources of a kernel that `triton.compile` built for gfx942,
+    from its code object's metadata."""
+    asm = compiled.asm["amdgcn"]
+    return Resources(
+        kernel=compiled.metadata.name, num_warps=compiled.metadata.num_warps,
+        vgprs=_metadata(asm, "vgpr_count"), agprs=_metadata(asm, "agpr_count"),
+        sgprs=_metadata(asm, "sgpr_count"), vgpr_spills=_metadata(asm, "vgpr_spill_count"),
+        sgpr_spills=_metadata(asm, "sgpr_spill_count"),
+        scratch=_metadata(asm, "private_segment_fixed_size"),
+        lds=max(compiled.metadata.shared, _metadata(asm, "group_segment_fixed_size")),
+        occupancy=int(re.search(r"^; Occupancy: (\d+)", asm, re.M).group(1)))
 
 
 def _compile(name: str, ttir: str, num_warps: int, num_stages: int) -> Resources:
@@ -57,18 +74,10 @@ def _compile(name: str, ttir: str, num_warps: int, num_stages: int) -> Resources
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{name}.ttir"  # triton.compile takes IR by its path
         path.write_text(ttir)
-        compiled = triton.compile(
+        return resources(triton.compile(
             str(path), target=GPUTarget("hip", "gfx942", 64),
             options={"num_warps": num_warps, "num_stages": num_stages,
-                     "enable_fp_fusion": True})
-    asm = compiled.asm["amdgcn"]
-    return Resources(
-        kernel=name, num_warps=num_warps, vgprs=_metadata(asm, "vgpr_count"),
-        sgprs=_metadata(asm, "sgpr_count"), vgpr_spills=_metadata(asm, "vgpr_spill_count"),
-        sgpr_spills=_metadata(asm, "sgpr_spill_count"),
-        scratch=_metadata(asm, "private_segment_fixed_size"),
-        lds=max(compiled.metadata.shared, _metadata(asm, "group_segment_fixed_size")),
-        occupancy=int(re.search(r"^; Occupancy: (\d+)", asm, re.M).group(1)))
+                     "enable_fp_fusion": True}))
 
 
 def compile_for_gfx942(fn, *args) -> list[Resources]:

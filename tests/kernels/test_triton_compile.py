@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import gfx942
 from helpers.kernel_cases import SAMPLE_CONFIGS
 
 import jaxsearch.pallas_kernels as pk
@@ -146,7 +147,7 @@ def compile_launch(
     else:
         assert name in compiled.asm["amdgcn"]
         assert compiled.asm["hsaco"]
-        assert amd_resources(compiled)["scratch"] == 0, f"{name} spills to scratch"
+        assert not gfx942.resources(compiled).spills, f"{name} spills to scratch"
     assert compiled.metadata.num_warps == num_warps
     assert compiled.metadata.shared <= MAX_SHARED_BYTES[target.backend]
     return compiled
@@ -155,25 +156,6 @@ def compile_launch(
 # ptxas fails on a kernel that spills registers to local memory, instead of
 # running it slowly.
 PTXAS_SPILLS_FATAL = "--warn-on-spills --warning-as-error"
-
-# The kernel descriptor's resource counts in the amdgcn assembly (the code
-# object's metadata notes): vector registers per lane (and accumulation
-# registers, where the compiler may also park values), scalar registers, and
-# scratch (private segment) bytes per lane, nonzero where registers spill.
-_AMD_RESOURCES = {"vgpr": ".vgpr_count:", "agpr": ".agpr_count:", "sgpr": ".sgpr_count:",
-                  "scratch": ".private_segment_fixed_size:"}
-
-
-def amd_resources(compiled):
-    """VGPRs, AGPRs, SGPRs and scratch bytes of a kernel compiled for gfx942."""
-    found = {}
-    for line in compiled.asm["amdgcn"].splitlines():
-        for key, marker in _AMD_RESOURCES.items():
-            if line.strip().lstrip("- ").startswith(marker):
-                found[key] = int(line.split(":")[1])
-    assert set(found) == set(_AMD_RESOURCES), f"no resource notes in the amdgcn: {found}"
-    return found
-
 
 # Native Triton serves every config of the tuning space by a kernel of its
 # own: the partition pass or not, and each method ('serial' included).
@@ -304,11 +286,11 @@ def print_resources():
     for config, partition in cases:
         spec = _Launch(pk.kernel_kind(config.kind), config, "left", np.dtype("int32"), False)
         name = "partition_kernel" if partition else spec.kernel_name
-        amd = amd_resources(compile_launch(config, 10**8, 10**8, target=GFX942,
+        amd = gfx942.resources(compile_launch(config, 10**8, 10**8, target=GFX942,
                                            partition=partition))
         fields = {k: v for k, v in vars(config).items() if v is not None}
-        print(f"| {name} | {fields} | {ptxas_registers(config, partition)} | {amd['vgpr']} "
-              f"| {amd['agpr']} | {amd['sgpr']} | {amd['scratch']} |")
+        print(f"| {name} | {fields} | {ptxas_registers(config, partition)} | {amd.vgprs} "
+              f"| {amd.agprs} | {amd.sgprs} | {amd.scratch} |")
 
 
 if __name__ == "__main__":
