@@ -107,58 +107,6 @@ def _gfx942_row(case: dict, k) -> list[str]:
                        k.scratch, k.lds, k.occupancy))]
 
 
-def _row(result: dict) -> list[str]:
-    fields = _fields(result["config"])
-    kernel_name = f"{result['kind']}_searchsorted"
-    kernel = result["kernels"].get(kernel_name, {})
-    compiled = "yes" if result["ok"] else "SPILLS" if "spill" in result["error"] else \
-        result["error"].splitlines()[0][:40]
-    values = [kernel.get(k, "-") for k in ("registers", "spill_stores", "spill_loads", "stack",
-                                            "threads", "shared_memory")]
-    return [result["implementation"], result["kind"], fields, result["dtype"], result["side"],
-            compiled, *map(str, values)]
-
-
-def _fields(config: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in config.items() if v is not None)
-
-
-GFX942_COLUMNS = ["kernel", "config", "dtype", "side", "wavefronts", "VGPRs", "AGPRs", "SGPRs",
-                  "VGPR spills", "SGPR spills", "scratch", "LDS", "occupancy"]
-
-
-def gfx942_rows(cases: list[dict]) -> list[list[str]]:
-    """The Pallas Triton kernels of each case (a config case of
-    `h200.config_cases`), compiled for gfx942: a row per kernel."""
-    import dataclasses
-
-    import jax
-    import jax.numpy as jnp
-    from helpers import gfx942
-
-    from jaxsearch.pallas_kernels import BACKENDS, kernel_kind
-
-    rows = []
-    for case in cases:
-        kind = kernel_kind(case["kind"])
-        config = kind.config_cls(**case["config"])
-
-        def search(a, v, kind=kind, config=config, side=case["side"]):
-            return BACKENDS["pallas"].kernel(kind)(a, v, side=side, out_dtype=jnp.int32,
-                                                   config=config)
-
-        rows_of = () if case["batch"] is None else (case["batch"],)
-        a, v = (jax.ShapeDtypeStruct(rows_of + (size,), jnp.dtype(case["dtype"]))
-                for size in (case["n"], case["m"]))
-        with jax.enable_x64(case["dtype"] in h200.X64_DTYPES):
-            kernels = gfx942.compile_for_gfx942(jax.vmap(search) if rows_of else search, a, v)
-        for kernel in kernels:
-            figures = dataclasses.astuple(kernel)[1:]
-            rows.append([kernel.kernel, _fields(case["config"]), case["dtype"], case["side"],
-                         *map(str, figures)])
-    return rows
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     missing = h200.missing_wheels()
