@@ -132,6 +132,16 @@ def bisect(
 
 
 @triton.jit
+def diagonal_split(a_ptr, v_ptr, n, m, diag, STEPS: tl.constexpr, LEFT: tl.constexpr):
+    """Per lane, how many elements of a[0:n] the first `diag` elements of the
+    merge of `a` and v[0:m] hold, in STEPS halvings (min(n, m).bit_length()
+    resolve every lane). Whatever the data, the split lies in
+    [max(diag - m, 0), min(diag, n)] and every element read is in range."""
+    return bisect(tl.maximum(diag - m, 0), tl.minimum(diag, n), a_ptr, None, v_ptr, diag - 1,
+                  STEPS, LEFT, True)
+
+
+@triton.jit
 def probe_search(lo, hi, a_ptr, v_key, STEPS: tl.constexpr, LEFT: tl.constexpr):
     """Per lane, where jnp's own binary search ("scan") lands for `v_key` in
     a[lo:hi]: its probes in its order (`lo` moves to a counted key, `hi` to

@@ -35,6 +35,7 @@ from ._common import (
     bisect,
     bit_length,
     boundary_count,
+    diagonal_split,
     load_needles,
     order_key,
     precedes,
@@ -82,17 +83,7 @@ def _serial_merge(a_ptr, v_ptr, o_ptr, na, nv, i0, TILE: tl.constexpr, ITEMS: tl
     """
     lane = tl.arange(0, TILE // ITEMS).to(na.dtype)
     start = tl.minimum(lane * ITEMS, na + nv)
-    i = bisect(
-        tl.maximum(start - nv, 0),
-        tl.minimum(start, na),
-        a_ptr,
-        None,
-        v_ptr,
-        start - 1,
-        bit_length(TILE),
-        LEFT,
-        True,
-    )
+    i = diagonal_split(a_ptr, v_ptr, na, nv, start, bit_length(TILE), LEFT)
     j = start - i
     j_start = j
     a_key = order_key(tl.load(a_ptr + i, mask=i < na, other=0))
@@ -207,17 +198,7 @@ def merge_path_kernel(
     # Both boundaries in one search: the two lanes share every step's latency.
     lane = tl.arange(0, 2)
     diag = tl.where(lane == 0, d0, d1)
-    split = bisect(
-        tl.maximum(diag - m, 0),
-        tl.minimum(diag, n),
-        a_ptr,
-        None,
-        v_ptr,
-        diag - 1,
-        DIAG_STEPS,
-        LEFT,
-        True,
-    )
+    split = diagonal_split(a_ptr, v_ptr, n, m, diag, DIAG_STEPS, LEFT)
     i0 = tl.max(tl.where(lane == 0, split, 0))
     i1 = tl.max(tl.where(lane == 1, split, 0))
     _merge_tile(a_ptr, v_ptr, o_ptr, d0, d1, i0, i1, TILE, BISECT, CHUNK, SERIAL, ITEMS, LEFT)

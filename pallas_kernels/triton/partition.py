@@ -16,7 +16,7 @@ boundary d: a broken promise moves the slices, never out of range.
 import triton
 import triton.language as tl
 
-from ._common import as_index, bisect, boundary_count, row_start
+from ._common import as_index, boundary_count, diagonal_split, row_start
 
 
 @triton.jit
@@ -56,15 +56,5 @@ def partition_kernel(
     # Lanes past the last boundary search it again, unstored: k * TILE
     # would pass the index type there.
     diag = tl.minimum(tl.minimum(k, count - 1) * TILE, n + m)
-    split = bisect(
-        tl.maximum(diag - m, 0),
-        tl.minimum(diag, n),
-        a_ptr,
-        None,
-        v_ptr,
-        diag - 1,
-        DIAG_STEPS,
-        LEFT,
-        True,
-    )
+    split = diagonal_split(a_ptr, v_ptr, n, m, diag, DIAG_STEPS, LEFT)
     tl.store(s_ptr + k, split.to(s_ptr.dtype.element_ty), mask=k < count)
