@@ -53,9 +53,10 @@ class MergePathConfig:
         'once', a pass before the merge finds every tile boundary's split,
         one lane per boundary, and each program reads its two; or
         'per_program', each program searches its own two boundaries (two
-        lanes searching while the others wait). Pallas Triton's and native
-        Triton's kernels (native Triton launches the pass as a triton_call
-        of its own): Mosaic GPU searches per program whatever it says.
+        lanes searching while the others wait; on Mosaic GPU, two scalar
+        searches that every thread runs). Every backend honours it: native
+        Triton launches the pass as a triton_call of its own, Mosaic GPU as
+        a Mosaic GPU kernel of its own.
     """
 
     kind: ClassVar[str] = "merge_path"  # its `KernelKind`'s name

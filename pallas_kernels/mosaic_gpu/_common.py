@@ -1,4 +1,4 @@
-"""Pieces both Mosaic GPU kernels share: blocks of lanes, per-lane loads,
+"""Pieces the Mosaic GPU kernels share: blocks of lanes, per-lane loads,
 masked stores, the launch.
 
 A Mosaic GPU program is one or more warpgroups of 128 CUDA threads; an array
@@ -223,28 +223,41 @@ def window(start, size, extent):
     return jnp.minimum(start, extent - size)
 
 
-def launch(kernel, a, v, *, out_dtype, grid, lanes, threads, interpret, name):
-    """Runs `kernel(a_ref, v_ref, o_ref)` with Mosaic GPU, `threads`
-    warpgroups per program; returns the answers for the needles of `v`.
-
-    Every program sees the whole of `a`, `v` and the output (in global
-    memory). A `v` shorter than a block of lanes gets its last element
-    repeated up to `padded_length` (still sorted if `v` is), so that every
-    block lies inside it. Under `vmap`, `plgpu.kernel`'s batching rule adds a
-    grid axis and hands each program one batch row.
-    """
+def kernel_operands(a, v, lanes):
+    """(a, v) as every kernel reads them (`as_kernel_operand`), a `v` shorter
+    than a block of lanes with its last element repeated up to
+    `padded_length` (still sorted if `v` is), so that every block lies
+    inside it."""
     m = v.shape[0]
     tail = padded_length(m, lanes) - m
     if tail:
         v = jnp.concatenate([v, jnp.broadcast_to(v[-1:], (tail,))])
-    out = plgpu.kernel(
+    return as_kernel_operand(a), as_kernel_operand(v)
+
+
+def call(kernel, *operands, out_type, grid, threads, interpret, name):
+    """Runs `kernel(*refs, o_ref)` with Mosaic GPU over a grid of `grid`
+    programs of `threads` warpgroups each; every program sees the whole of
+    each operand and of the output (in global memory). Under `vmap`,
+    `plgpu.kernel`'s batching rule adds a grid axis and hands each program
+    one batch row."""
+    return plgpu.kernel(
         kernel,
-        out_type=jax.ShapeDtypeStruct(v.shape, out_dtype),
+        out_type=out_type,
         grid=(grid,),
         grid_names=(_PROGRAM_AXIS,),
         num_threads=threads,
         thread_name=_WARPGROUP_AXIS,
         interpret=mosaic_interpret_params() if interpret else False,
         kernel_name=name,
-    )(as_kernel_operand(a), as_kernel_operand(v))
-    return out[:m]
+    )(*operands)
+
+
+def launch(kernel, *operands, needles, out_dtype, grid, threads, interpret, name):
+    """Runs a search, `kernel(*refs, o_ref)`, on `operands`, the last of
+    them `v` as `kernel_operands` gives it; returns the answers for its
+    first `needles` needles (those of the caller's `v`)."""
+    padded = operands[-1].shape[0]
+    out = call(kernel, *operands, out_type=jax.ShapeDtypeStruct((padded,), out_dtype), grid=grid,
+               threads=threads, interpret=interpret, name=name)
+    return out[:needles]

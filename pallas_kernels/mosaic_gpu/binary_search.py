@@ -43,5 +43,6 @@ def mosaic_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpre
     _bisect.check_extent(max(n, padded + config.block))
     kernel = functools.partial(_binary_search_kernel, lanes=lanes, threads=threads, side=side)
     grid = -(-padded // config.block)
-    return mc.launch(kernel, a, v, out_dtype=out_dtype, grid=grid, lanes=lanes, threads=threads,
-                     interpret=interpret, name="mosaic_binary_search_searchsorted")
+    return mc.launch(kernel, *mc.kernel_operands(a, v, lanes), needles=m, out_dtype=out_dtype,
+                     grid=grid, threads=threads, interpret=interpret,
+                     name="mosaic_binary_search_searchsorted")

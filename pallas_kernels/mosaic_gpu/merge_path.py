@@ -2,12 +2,13 @@
 
 The partition is the Pallas Triton kernel's (see
 `pallas_triton/merge_path.py`): the merge of `a` and `v` is cut into tiles of
-`tile` elements, one program each; a program finds where its two diagonals
-cross `a` and `v` by a fixed-step binary search (scalar loads, every thread
-alike), then resolves its needles by a binary search inside its slice of `a`,
-one needle per lane, in blocks of at most `_BLOCK` needles that its
-warpgroups take in turn. Blocks start anywhere, so each lane stores under a
-mask (see `_common`).
+`tile` elements, one program each. Where a program's two diagonals cross `a`
+and `v` comes from the partition pass that runs first (`partition.py`), or,
+with `partition="per_program"`, from a fixed-step binary search of its own
+(scalar loads, every thread alike). It then resolves its needles by a binary
+search inside its slice of `a`, one needle per lane, in blocks of at most
+`_BLOCK` needles that its warpgroups take in turn. Blocks start anywhere, so
+each lane stores under a mask (see `_common`).
 
 Broken promises (unsorted `a` or `v`) give unspecified answers, but every
 answer lies in [0, N] and every needle is written, as in the Pallas Triton kernel.
@@ -21,21 +22,29 @@ from .. import _bisect
 from .._wrapper import searchsorted_wrapper
 from ..configs import MERGE_PATH
 from . import _common as mc
+from . import partition
 
 # Needles per warpgroup and block: 4 per thread keeps a 64-bit search's
 # registers (bounds, keys, loaded values) well under the spill line.
 _BLOCK = 4 * mc.LANES
 
 
-def _merge_path_kernel(a_ref, v_ref, o_ref, *, tile, lanes, threads, side):
+def _merge_path_kernel(*refs, tile, lanes, threads, side):
+    # refs: the partition pass's splits (`partition.splits`) where it ran,
+    # then a, v and the output.
+    splits_ref, (a_ref, v_ref, o_ref) = (refs[0], refs[1:]) if len(refs) == 4 else (None, refs)
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
-    d0 = jnp.minimum(mc.program_id(idx) * tile, n + m)
+    program = mc.program_id(idx)
+    d0 = jnp.minimum(program * tile, n + m)
     d1 = jnp.minimum(d0 + tile, n + m)
-    split = functools.partial(
-        _bisect.diagonal_split, lanes.scalar(a_ref), lanes.scalar(v_ref), n, m, side=side
-    )
-    i0, i1 = split(d0), split(d1)
+    if splits_ref is not None:  # this program's two boundaries, found already
+        i0, i1 = splits_ref[program], splits_ref[program + 1]
+    else:
+        split = functools.partial(
+            _bisect.diagonal_split, lanes.scalar(a_ref), lanes.scalar(v_ref), n, m, side=side
+        )
+        i0, i1 = split(d0), split(d1)
     j0 = d0 - i0
     # Sorted inputs: na + nv = d1 - d0 <= tile. Broken promises may give a
     # negative length; clamping keeps every index in range.
@@ -78,11 +87,16 @@ def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     n, m = a.shape[0], v.shape[0]
     lanes = mc.Lanes(min(config.tile, _BLOCK), a.dtype, interpret)
     threads = mc.warpgroups(config.num_warps, config.tile)
-    merged = n + mc.padded_length(m, lanes)
+    a, v = mc.kernel_operands(a, v, lanes)
+    merged = n + v.shape[0]
     _bisect.check_extent(merged + config.tile)
+    operands = (a, v)
+    if config.partition == "once":
+        operands = (partition.splits(a, v, dtype=lanes.dtype, tile=config.tile, side=side,
+                                     interpret=interpret), *operands)
     kernel = functools.partial(
         _merge_path_kernel, tile=config.tile, lanes=lanes, threads=threads, side=side
     )
     grid = -(-merged // config.tile)
-    return mc.launch(kernel, a, v, out_dtype=out_dtype, grid=grid, lanes=lanes, threads=threads,
-                     interpret=interpret, name="mosaic_merge_path_searchsorted")
+    return mc.launch(kernel, *operands, needles=m, out_dtype=out_dtype, grid=grid,
+                     threads=threads, interpret=interpret, name="mosaic_merge_path_searchsorted")

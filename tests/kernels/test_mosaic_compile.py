@@ -4,8 +4,10 @@ The compile worker is `helpers/h200.py`'s (a compile-only CUDA topology, in a fr
 process), run as on a jax that has lost Pallas' Triton backend, so that the
 dispatch chooses Mosaic GPU. Compiled: every config of the tuning space with
 each Mosaic GPU kernel (float32 and int64 keys, under vmap, each on one
-side, the two taken in turn), and the public searchsorted for every key
-dtype, both sides, sorted_v True/False/None, vmapped, and both skews.
+side, the two taken in turn; the merge path's partition pass where a config
+says partition='once'; the merge path past int32 positions), and the public
+searchsorted for every key dtype, both sides, sorted_v True/False/None,
+vmapped, and both skews.
 Mosaic GPU runs ptxas itself, so XLA's spill flag covers XLA's own kernels
 only: each Mosaic kernel's ptxas report (MOSAIC_GPU_DUMP_PTXAS) is read
 instead. Without the `h200-compile` extra the tests skip, saying what to
@@ -22,6 +24,14 @@ MISSING = BACKENDS["mosaic"].import_error or h200.missing_wheels()
 # Keys of one 32-bit and one 64-bit dtype: the registers a config needs.
 CONFIG_CASES = h200.config_cases(pk.tuning_space(), dtypes=("float32", "int64"),
                                  implementations=("mosaic",), one_side_each=True)
+# Two of its merge-path configs past int32 positions (N + M + tile > 2**31;
+# answers still int32): 64-bit splits, written by the partition pass and
+# read by the merge.
+CONFIG_CASES += h200.config_cases(
+    [pk.MergePathConfig(tile=1024),
+     pk.MergePathConfig(tile=1024, num_warps=16, partition="per_program")],
+    dtypes=("int64",), implementations=("mosaic",), one_side_each=True,
+    shape=(2**31 - 5000, 4096), batch=None)
 DISPATCH_CASES = h200.mosaic_dispatch_cases()
 UNSIGNED_DTYPES = ("bool", "uint8", "uint16", "uint32", "uint64")
 
@@ -62,6 +72,23 @@ def test_no_kernel_spills_or_overflows_shared_memory(compiled):
         assert k["spill_stores"] == 0 and k["spill_loads"] == 0, (case, name, k)
         assert k["registers"] <= 255, (case, name, k)
         assert max(k["static_smem"], k["shared_memory"]) <= 232448, (case, name, k)
+
+
+def test_merge_path_partitions_as_its_config_says(compiled):
+    """partition='once' compiles the partition pass and the merge kernel that
+    reads its splits, 'per_program' the merge kernel alone; the pass's ptxas
+    reports are among those the spill check reads."""
+    partition_kernels = set()
+    for case in CONFIG_CASES:
+        if case["kind"] != "merge_path":
+            continue
+        result = compiled[h200.case_id(case)]
+        once = case["config"]["partition"] == "once"
+        assert result["kernel_calls"] == 1 + once, h200.case_id(case)
+        names = {name for name in _mosaic_kernels(result) if "partition" in name}
+        assert once or not names, h200.case_id(case)
+        partition_kernels |= names
+    assert partition_kernels
 
 
 def test_keys_compare_with_their_dtypes_signedness(compiled):

@@ -11,6 +11,7 @@ a slip in the per-element indices, the store's mask or the loaded values'
 signedness gives wrong answers or an out-of-bounds access here.
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -108,25 +109,37 @@ def _inputs(rng, dtype, n, m, *, sort_v):
     return np.sort(a), np.sort(v) if sort_v else rng.permutation(v)
 
 
-@pytest.mark.parametrize("kind, dtype, side", [
-    ("merge_path", "float32", "left"),
-    ("merge_path", "uint8", "right"),
-    ("binary_search", "int32", "right"),
-    ("binary_search", "uint16", "left"),
-    ("binary_search", "uint32", "right"),
+@pytest.mark.parametrize("kind, dtype, side, partition", [
+    ("merge_path", "float32", "left", "once"),
+    ("merge_path", "uint8", "right", "once"),
+    ("merge_path", "int16", "right", "per_program"),
+    ("binary_search", "int32", "right", None),
+    ("binary_search", "uint16", "left", None),
+    ("binary_search", "uint32", "right", None),
 ])
-def test_kernel_ir_gives_numpys_answers(kind, dtype, side):
+def test_kernel_ir_gives_numpys_answers(kind, dtype, side, partition):
     """The whole kernel as the GPU runs it, inline gather and masked store
-    included, on the CPU: the answers are numpy's."""
+    included, on the CPU: the answers are numpy's. The merge path with
+    partition='once' is two kernels: the partition pass, whose splits the
+    merge kernel then reads."""
     n, m = 300, 200
     search = BACKENDS["mosaic"].kernel(pk.kernel_kind(kind))
-    fn = functools.partial(search, side=side, out_dtype=jnp.int32, config=CONFIGS[kind])
-    [kernel] = lowered_kernels(fn, *(jax.ShapeDtypeStruct((size,), dtype) for size in (n, m)))
+    config = CONFIGS[kind]
+    if partition:
+        config = dataclasses.replace(config, partition=partition)
+    fn = functools.partial(search, side=side, out_dtype=jnp.int32, config=config)
+    *passes, kernel = lowered_kernels(
+        fn, *(jax.ShapeDtypeStruct((size,), dtype) for size in (n, m)))
+    assert len(passes) == (partition == "once")
     a, v = _inputs(np.random.default_rng(0), dtype, n, m, sort_v=kind == "merge_path")
-    # The operands as `mc.launch` hands them to the kernel: v padded to its length.
-    padded = kernel.arguments[1][0][0]
+    # The operands as `mc.kernel_operands` hands them to the kernels: v
+    # padded to its length.
+    padded = kernel.arguments[-2][0][0]
     a_in, v_in = (np.asarray(mc.as_kernel_operand(jnp.asarray(x))) for x in (a, v))
     v_in = np.concatenate([v_in, np.repeat(v_in[-1:], padded - m)])
+    splits = [np.full(k.arguments[-1][0], UNWRITTEN, np.int32) for k in passes]
+    for k, s in zip(passes, splits):
+        k.run(a_in, v_in, s)
     out = np.full(padded, UNWRITTEN, np.int32)
-    kernel.run(a_in, v_in, out)
+    kernel.run(*splits, a_in, v_in, out)
     np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))

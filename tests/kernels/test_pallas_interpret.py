@@ -72,6 +72,9 @@ if MOSAIC:
     merge, binary = (BACKENDS["mosaic"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
     KERNELS.update(
         mosaic_merge=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
+        mosaic_merge_per_program=functools.partial(
+            merge, config=pk.MergePathConfig(tile=128, partition="per_program")
+        ),
         mosaic_merge_wg2=functools.partial(
             merge, config=pk.MergePathConfig(tile=256, num_warps=8)
         ),
@@ -293,6 +296,38 @@ def test_checked_kernel_argument_checks():
     with pytest.raises(TypeError, match="bisect_config must be a BinarySearchConfig"):
         checked(x, x, 1, side="left", out_dtype=jnp.int32, interpret=True,
                 bisect_config=pk.MergePathConfig())
+
+
+@pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
+@pytest.mark.parametrize("tile", [2, 64], ids=["two_blocks", "padded"])
+def test_mosaic_partition_splits(tile):
+    """Mosaic GPU's partition pass: on sorted inputs, each boundary's split
+    is the merge's (ties ordered as each side orders them); on unsorted
+    ones, each still lies in [max(d - M, 0), min(d, N)]. Past the last
+    boundary (splits shorter than a block of 128 lanes), the last repeats;
+    with more boundaries than a block, the last block moves back."""
+    from jaxsearch.pallas_kernels.mosaic_gpu import _common as mc
+    from jaxsearch.pallas_kernels.mosaic_gpu import partition
+
+    rng = np.random.default_rng(10)
+    n, m = 300, 201
+    a, v = sample(rng, "float32", n), sample(rng, "float32", m)
+    count = -(-(n + m) // tile) + 1
+    diag = np.minimum(np.arange(max(count, 128)) * tile, n + m)
+    from_a = np.arange(n + m) < n
+    lanes = mc.Lanes(128, a.dtype, interpret=True)
+    for side in ("left", "right"):
+        for sort in (True, False):
+            a_in, v_in = (jnp.asarray(x if sort else rng.permutation(x)) for x in (a, v))
+            got = np.asarray(partition.splits(*mc.kernel_operands(a_in, v_in, lanes),
+                                              dtype=a.dtype, tile=tile, side=side, interpret=True))
+            assert got.shape == diag.shape and got.dtype == np.int32
+            if sort:
+                # A key of `a` goes first on a tie for side='right', a needle for 'left'.
+                order = np.lexsort((from_a ^ (side == "right"), np.concatenate([a, v])))
+                np.testing.assert_array_equal(got, np.cumsum(np.r_[0, from_a[order]])[diag])
+            else:
+                assert ((np.maximum(diag - m, 0) <= got) & (got <= np.minimum(diag, n))).all()
 
 
 def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
