@@ -17,6 +17,7 @@ from .configs import BINARY_SEARCH, MERGE_PATH, KernelKind
 from .triton import (
     triton_available,
     triton_binary_search_searchsorted,
+    triton_checked_searchsorted,
     triton_merge_path_searchsorted,
 )
 
@@ -125,5 +126,6 @@ BACKENDS: dict[str, Backend] = {
     "triton": Backend("triton", "triton", "native Triton",
                       {MERGE_PATH.name: triton_merge_path_searchsorted,
                        BINARY_SEARCH.name: triton_binary_search_searchsorted},
+                      checked=triton_checked_searchsorted,
                       probe=lambda interpret: triton_available(interpret=interpret)),
 }

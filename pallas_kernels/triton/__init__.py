@@ -7,11 +7,13 @@ load on their first call (see `searchsorted.py`).
 from .searchsorted import (
     triton_available,
     triton_binary_search_searchsorted,
+    triton_checked_searchsorted,
     triton_merge_path_searchsorted,
 )
 
 __all__ = [
     "triton_available",
     "triton_binary_search_searchsorted",
+    "triton_checked_searchsorted",
     "triton_merge_path_searchsorted",
 ]

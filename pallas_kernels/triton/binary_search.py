@@ -14,7 +14,6 @@ import triton.language as tl
 from ._common import (
     as_index,
     batch_row,
-    index_dtype,
     load_needles,
     probe_search,
     store_answers,
@@ -47,11 +46,18 @@ def binary_search_kernel(
       WIDE: int64 positions (n or m + BLOCK passes 2**31 - 1).
     """
     a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
-    n = as_index(n, WIDE)
-    m = as_index(m, WIDE)
-    start = as_index(tl.program_id(0), WIDE) * BLOCK
+    search_block(a_ptr, v_ptr, o_ptr, as_index(n, WIDE), as_index(m, WIDE),
+                 as_index(tl.program_id(0), WIDE), BLOCK, STEPS, LEFT)
+
+
+@triton.jit
+def search_block(a_ptr, v_ptr, o_ptr, n, m, program, BLOCK: tl.constexpr, STEPS: tl.constexpr,
+                 LEFT: tl.constexpr):
+    """The answers of needle block `program` of one batch row (the pointers
+    start at the row; `n`, `m` and `program` in the index type)."""
+    start = program * BLOCK
     v_key, valid = load_needles(v_ptr, start, m - start, BLOCK)
-    lo = tl.zeros([BLOCK], index_dtype(WIDE))
+    lo = tl.zeros([BLOCK], n.dtype)
     hi = tl.where(valid, lo + n, lo)
     answer = probe_search(lo, hi, a_ptr, v_key, STEPS, LEFT)
     store_answers(o_ptr, start, answer, valid, BLOCK)

@@ -157,6 +157,44 @@ def _merge_tile(
 
 
 @triton.jit
+def merge_program(
+    s_ptr,
+    a_ptr,
+    v_ptr,
+    o_ptr,
+    n,
+    m,
+    program,
+    TILE: tl.constexpr,
+    BISECT: tl.constexpr,
+    CHUNK: tl.constexpr,
+    SERIAL: tl.constexpr,
+    ITEMS: tl.constexpr,
+    DIAG_STEPS: tl.constexpr,
+    LEFT: tl.constexpr,
+):
+    """The answers of tile `program` of one batch row (the pointers start at
+    the row; `n`, `m` and `program` in the index type). Its two boundaries'
+    splits are read from the row's splits at `s_ptr` (`partition_kernel`'s,
+    `boundary_count(n, m, TILE)` per row), or with `s_ptr` None searched
+    here in DIAG_STEPS halvings."""
+    d0 = tl.minimum(program * TILE, n + m)
+    d1 = tl.minimum(d0 + TILE, n + m)
+    if s_ptr is None:
+        # Both boundaries in one search: the two lanes share every step's latency.
+        lane = tl.arange(0, 2)
+        diag = tl.where(lane == 0, d0, d1)
+        split = diagonal_split(a_ptr, v_ptr, n, m, diag, DIAG_STEPS, LEFT)
+        i0 = tl.max(tl.where(lane == 0, split, 0))
+        i1 = tl.max(tl.where(lane == 1, split, 0))
+    else:
+        s_ptr = row_start(s_ptr, boundary_count(n, m, TILE))
+        i0 = tl.load(s_ptr + program).to(n.dtype)
+        i1 = tl.load(s_ptr + program + 1).to(n.dtype)
+    _merge_tile(a_ptr, v_ptr, o_ptr, d0, d1, i0, i1, TILE, BISECT, CHUNK, SERIAL, ITEMS, LEFT)
+
+
+@triton.jit
 def merge_path_kernel(
     a_ptr,
     v_ptr,
@@ -193,15 +231,8 @@ def merge_path_kernel(
     a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
     n = as_index(n, WIDE)
     m = as_index(m, WIDE)
-    d0 = tl.minimum(as_index(tl.program_id(0), WIDE) * TILE, n + m)
-    d1 = tl.minimum(d0 + TILE, n + m)
-    # Both boundaries in one search: the two lanes share every step's latency.
-    lane = tl.arange(0, 2)
-    diag = tl.where(lane == 0, d0, d1)
-    split = diagonal_split(a_ptr, v_ptr, n, m, diag, DIAG_STEPS, LEFT)
-    i0 = tl.max(tl.where(lane == 0, split, 0))
-    i1 = tl.max(tl.where(lane == 1, split, 0))
-    _merge_tile(a_ptr, v_ptr, o_ptr, d0, d1, i0, i1, TILE, BISECT, CHUNK, SERIAL, ITEMS, LEFT)
+    merge_program(None, a_ptr, v_ptr, o_ptr, n, m, as_index(tl.program_id(0), WIDE), TILE, BISECT,
+                  CHUNK, SERIAL, ITEMS, DIAG_STEPS, LEFT)
 
 
 @triton.jit
@@ -229,10 +260,5 @@ def merge_path_partitioned_kernel(
     a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
     n = as_index(n, WIDE)
     m = as_index(m, WIDE)
-    s_ptr = row_start(s_ptr, boundary_count(n, m, TILE))
-    program = as_index(tl.program_id(0), WIDE)
-    d0 = tl.minimum(program * TILE, n + m)
-    d1 = tl.minimum(d0 + TILE, n + m)
-    i0 = as_index(tl.load(s_ptr + program), WIDE)
-    i1 = as_index(tl.load(s_ptr + program + 1), WIDE)
-    _merge_tile(a_ptr, v_ptr, o_ptr, d0, d1, i0, i1, TILE, BISECT, CHUNK, SERIAL, ITEMS, LEFT)
+    merge_program(s_ptr, a_ptr, v_ptr, o_ptr, n, m, as_index(tl.program_id(0), WIDE), TILE, BISECT,
+                  CHUNK, SERIAL, ITEMS, 0, LEFT)

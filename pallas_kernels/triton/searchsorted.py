@@ -7,7 +7,9 @@ equal, -0.0 == 0.0, both sides, int32 or int64 answers, answers in [0, N]
 under a broken sortedness promise. The kernels themselves are in
 `merge_path.py`, `partition.py` (the merge path's partition pass, launched
 first where `config.partition` is 'once') and `binary_search.py` next to
-this module.
+this module. `triton_checked_searchsorted` (the checked call's, which reads
+the sortedness test on the device) runs both kinds' programs in the kernels
+of `checked.py`.
 
 Nothing here imports triton, torch or jax-triton at import time: the kernel
 modules and jax-triton load on the first call, so this module imports on any
@@ -38,7 +40,7 @@ from jax import lax
 from jaxsearch.keys import INT32_MAX, check_x64, index_dtype
 
 from .._jax_private import compute_capability, gpu_triton
-from .._wrapper import searchsorted_wrapper
+from .._wrapper import resolve_config, searchsorted_wrapper, validate
 from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, KernelKind, MergePathConfig
 
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
@@ -154,6 +156,9 @@ _KERNEL_MODULES = {
     "merge_path_partitioned_kernel": "merge_path",
     "partition_kernel": "partition",
     "binary_search_kernel": "binary_search",
+    "checked_kernel": "checked",
+    "checked_partitioned_kernel": "checked",
+    "checked_partition_kernel": "checked",
 }
 
 # The partition pass's launch: boundaries per program (one lane each), warps.
@@ -189,6 +194,14 @@ class _Launch:
         if self.partitioned:
             return "merge_path_partitioned_kernel"
         return f"{self.kind.name}_kernel"
+
+    # The kernel that writes the merge path's splits first.
+    partition_kernel_name = "partition_kernel"
+
+    @property
+    def launch_options(self) -> dict:
+        """The answering kernel's warps and pipeline stages."""
+        return {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages}
 
     def kernel(self, name=None):
         """The kernel `name` (by default the one that writes the answers): a
@@ -247,32 +260,82 @@ class _Launch:
         }
 
 
-def _launch(spec, a2, v2):
-    """Answers for a batch: `a2` (Ba, N) and `v2` (Bv, M), each of Ba and Bv
-    either 1 (shared by every row) or the batch size. Returns (rows, M)."""
-    rows = max(a2.shape[0], v2.shape[0])
-    if rows > _MAX_GRID_Y:
+@dataclasses.dataclass(frozen=True)
+class _CheckedLaunch:
+    """The checked call's launches: `merge`'s program where the flag (an
+    operand before `a`) is nonzero, `bisect`'s elsewhere, in one kernel."""
+
+    merge: _Launch
+    bisect: _Launch
+
+    @property
+    def partitioned(self) -> bool:
+        return self.merge.partitioned
+
+    @property
+    def kernel_name(self) -> str:
+        return "checked_partitioned_kernel" if self.partitioned else "checked_kernel"
+
+    # The partition pass, skipped where the flag is 0.
+    partition_kernel_name = "checked_partition_kernel"
+
+    @property
+    def interpret(self) -> bool:
+        return self.merge.interpret
+
+    @property
+    def out_dtype(self) -> np.dtype:
+        return self.merge.out_dtype
+
+    @property
+    def launch_options(self) -> dict:
+        # The larger of the two: each program's body was laid out for its own.
+        merge, bisect = self.merge.launch_options, self.bisect.launch_options
+        return {key: max(merge[key], bisect[key]) for key in merge}
+
+    def kernel(self, name=None):
+        return self.merge.kernel(name or self.kernel_name)
+
+    def grid_and_constexprs(self, n, m):
+        """The larger grid, and both kernels' constexprs; int64 positions
+        where either needs them."""
+        merge_grid, merge = self.merge.grid_and_constexprs(n, m)
+        bisect_grid, bisect = self.bisect.grid_and_constexprs(n, m)
+        return max(merge_grid, bisect_grid), {**merge, **bisect,
+                                              "WIDE": merge["WIDE"] or bisect["WIDE"]}
+
+    def partition(self, n, m):
+        return self.merge.partition(n, m)
+
+
+def _launch(spec, *rows):
+    """Answers for a batch: the 2-D operands `rows` end with `a2` (Ba, N)
+    and `v2` (Bv, M) (the checked call's flags (Bf, 1) come first), each of
+    Ba, Bv and Bf either 1 (shared by every row) or the batch size. Returns
+    (batch, M)."""
+    batch = max(x.shape[0] for x in rows)
+    if batch > _MAX_GRID_Y:
         def part(x, r):
             return x[r : r + _MAX_GRID_Y] if x.shape[0] > 1 else x
         return jnp.concatenate(
-            [_launch(spec, part(a2, r), part(v2, r)) for r in range(0, rows, _MAX_GRID_Y)]
+            [_launch(spec, *(part(x, r) for x in rows)) for r in range(0, batch, _MAX_GRID_Y)]
         )
-    n, m = a2.shape[1], v2.shape[1]
-    # n, m, then the row strides: 0 for an operand every row shares.
-    scalars = (n, m, n if a2.shape[0] > 1 else 0, m if v2.shape[0] > 1 else 0)
-    operands = (a2, v2)
+    n, m = rows[-2].shape[1], rows[-1].shape[1]
+    # n, m, then the operands' row strides: 0 for one every row shares.
+    scalars = (n, m, *(x.shape[1] if x.shape[0] > 1 else 0 for x in rows))
+    operands = rows
     if spec.partitioned:
+        per_row, dtype, grid_x, constexprs = spec.partition(n, m)
         # The splits are positions: int64 past int32, which jax needs x64 for.
-        check_x64(n + m + spec.config.tile, f"merge-path inputs of {n + m} elements")
-        count, dtype, grid_x, constexprs = spec.partition(n, m)
-        splits = _call(spec, "partition_kernel", operands, scalars,
-                       jax.ShapeDtypeStruct((rows, count), dtype), (grid_x, rows), constexprs,
+        check_x64(n + m + constexprs["TILE"], f"merge-path inputs of {n + m} elements")
+        splits = _call(spec, spec.partition_kernel_name, operands, scalars,
+                       jax.ShapeDtypeStruct((batch, per_row), dtype), (grid_x, batch), constexprs,
                        num_warps=_PARTITION_WARPS, num_stages=1)
-        operands = (splits, a2, v2)
+        operands = (splits, *rows)
     grid_x, constexprs = spec.grid_and_constexprs(n, m)
     return _call(spec, spec.kernel_name, operands, scalars,
-                 jax.ShapeDtypeStruct((rows, m), spec.out_dtype), (grid_x, rows), constexprs,
-                 num_warps=spec.config.num_warps, num_stages=spec.config.num_stages)
+                 jax.ShapeDtypeStruct((batch, m), spec.out_dtype), (grid_x, batch), constexprs,
+                 **spec.launch_options)
 
 
 def _call(spec, name, operands, scalars, out_shape, grid, constexprs, *, num_warps, num_stages):
@@ -328,35 +391,36 @@ def _batched(spec):
     axis becomes more rows, so each batch level costs no extra launch."""
 
     @jax.custom_batching.custom_vmap
-    def call(a2, v2):
-        return _launch(spec, a2, v2)
+    def call(*operands):
+        return _launch(spec, *operands)
 
     @call.def_vmap
-    def _rule(axis_size, in_batched, a2, v2):
-        rows = max(a2.shape[-2], v2.shape[-2])
+    def _rule(axis_size, in_batched, *operands):
+        rows = max(x.shape[-2] for x in operands)
 
         def flat(x, batched):
             if not batched and x.shape[0] == 1:
                 return x  # One row for all: stride 0, no copy.
-            # (axis_size, rows, length): broadcast only where the other operand
+            # (axis_size, rows, length): broadcast only where another operand
             # has more rows than this one (nested vmap).
             x = jnp.broadcast_to(x, (axis_size, rows, x.shape[-1]))
             return x.reshape(axis_size * rows, x.shape[-1])
 
-        out = call(flat(a2, in_batched[0]), flat(v2, in_batched[1]))
+        out = call(*map(flat, operands, in_batched))
         return out.reshape(axis_size, rows, out.shape[-1]), True
 
     return call
 
 
-def _search(kind, config, a, v, side, out_dtype, interpret):
-    spec = _Launch(kind, config, side, out_dtype, interpret)
+def _search(spec, a, v, *flag):
+    """Answers of `spec`'s launches for 1-D `a` and `v` (and the checked
+    call's int32 flag of shape (1,))."""
     # Integer answers: zero cotangents, as jnp's; neither jax-triton's call
     # nor the callback has a derivative rule.
     a, v = lax.stop_gradient(a), lax.stop_gradient(v)
     if a.dtype == jnp.bool_:  # Stored as bytes; False < True as 0 < 1.
         a, v = a.astype(jnp.uint8), v.astype(jnp.uint8)
-    return _batched(spec)(a[None], v[None])[0]
+    return _batched(spec)(*(x[None] for x in (*flag, a, v)))[0]
 
 
 _TRITON = dict(
@@ -368,9 +432,51 @@ _TRITON = dict(
 
 @searchsorted_wrapper(MERGE_PATH, kernel="the native Triton merge-path kernel", **_TRITON)
 def triton_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _search(MERGE_PATH, config, a, v, side, out_dtype, interpret)
+    return _search(_Launch(MERGE_PATH, config, side, out_dtype, interpret), a, v)
 
 
 @searchsorted_wrapper(BINARY_SEARCH, kernel="the native Triton binary-search kernel", **_TRITON)
 def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _search(BINARY_SEARCH, config, a, v, side, out_dtype, interpret)
+    return _search(_Launch(BINARY_SEARCH, config, side, out_dtype, interpret), a, v)
+
+
+@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "merge_config",
+                                             "bisect_config", "interpret"))
+def triton_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
+                                bisect_config=None, interpret=False):
+    """`jnp.searchsorted(a, v, side)` by the native Triton merge path where
+    `merging` holds and by its binary search where it does not, in kernels
+    that read `merging` on the device (no conditional, no wait on the host).
+
+    Args:
+      a: 1-D array, the haystack; sorted wherever `merging` holds.
+      v: 1-D array of the same dtype, the needles; sorted wherever `merging`
+        holds.
+      merging: int32 array of shape (1,): nonzero for the merge path (both
+        `a` and `v` sorted), 0 for binary search (jnp's probes: jnp's
+        answers on any `a`). Under `vmap` it may differ between rows.
+      side: 'left' or 'right'.
+      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
+      merge_config: a MergePathConfig; None picks `default_merge_path_config`.
+      bisect_config: a BinarySearchConfig; None picks
+        `default_binary_search_config`.
+      interpret: run the kernels in Triton's interpreter on the host (needs
+        torch, and TRITON_INTERPRET=1 before the kernels first load).
+
+    Returns:
+      Array of shape (len(v),) and dtype `out_dtype`, as the kernel `merging`
+      picks answers.
+
+    Raises:
+      ImportError: triton or jax-triton is missing (see `triton_available`).
+    """
+    out_dtype = validate(a, v, side, out_dtype)
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        return jnp.zeros((m,), out_dtype)
+    merge_config = resolve_config(MERGE_PATH, merge_config, n, m, a.dtype, name="merge_config")
+    bisect_config = resolve_config(BINARY_SEARCH, bisect_config, n, m, a.dtype,
+                                   name="bisect_config")
+    spec = _CheckedLaunch(_Launch(MERGE_PATH, merge_config, side, out_dtype, interpret),
+                          _Launch(BINARY_SEARCH, bisect_config, side, out_dtype, interpret))
+    return _search(spec, a, v, jnp.asarray(merging, jnp.int32).reshape(1))

@@ -151,6 +151,42 @@ def test_triton_implementation_through_the_api_in_interpret_mode():
     assert "checked" in done.stdout
 
 
+TRITON_CHECKED = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np
+    import jaxsearch
+    from jaxsearch.pallas_kernels.triton import searchsorted as ts
+    loaded = []
+    load = ts._load_kernel
+    ts._load_kernel = lambda name: loaded.append(name) or load(name)
+    rng = np.random.default_rng(1)
+    a = jnp.sort(jnp.asarray(rng.integers(0, 50, 300), jnp.float32))
+    v = jnp.asarray(rng.integers(-5, 55, 77), jnp.float32)
+    f = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, implementation="triton"))
+    # The program as compiled: the interpreter's callbacks, no conditional.
+    text = f.lower(a, v).as_text()
+    assert "stablehlo.case" not in text and "stablehlo.if" not in text, text
+    assert "callback" in text, text
+    for vv in (jnp.sort(v), v):
+        for side in ("left", "right"):
+            got = jaxsearch.searchsorted(a, vv, side, implementation="triton")
+            np.testing.assert_array_equal(got, jnp.searchsorted(a, vv, side))
+    assert loaded and set(loaded) <= {"checked_kernel", "checked_partitioned_kernel",
+                                      "checked_partition_kernel"}, loaded
+    print("checked kernel")
+""")
+
+
+def test_triton_checked_call_reads_the_test_on_the_device():
+    """implementation="triton", sorted_v=None: the sortedness test goes to
+    native Triton's checked kernel, no lax.cond in the program, and jnp's
+    answers on sorted and unsorted needles (Triton's interpreter)."""
+    pytest.importorskip("triton", reason="the native Triton kernels need triton")
+    pytest.importorskip("torch", reason="Triton's interpreter needs torch")
+    done = run_python("-c", TRITON_CHECKED, env={"TRITON_INTERPRET": "1"}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "checked kernel" in done.stdout
+
+
 # ------------------------------------------------------- routing by shape
 
 

@@ -21,6 +21,7 @@ a real GPU.
 """
 
 import contextlib
+import dataclasses
 import io
 import os
 import tempfile
@@ -95,28 +96,36 @@ def scalar_type(value):
 
 def compile_launch(
     config, n, m, *, dtype="float32", side="left", out_dtype="int32", rows=1, target=SM90,
-    partition=False,
+    partition=False, bisect_config=None,
 ):
     """Compiles the kernel that writes the answers as the wrapper launches
     it for these sizes, or with `partition` the merge path's partition
-    kernel launched before it (where `config.partition` is 'once')."""
+    kernel launched before it (where `config.partition` is 'once'). With
+    `bisect_config`, the checked call's kernels, `config` its merge path's."""
     spec = _Launch(pk.kernel_kind(config.kind), config, side, np.dtype(out_dtype),
                    interpret=False)
+    if bisect_config is not None:
+        spec = triton_searchsorted._CheckedLaunch(
+            spec, _Launch(pk.BINARY_SEARCH, bisect_config, side, np.dtype(out_dtype), False))
     # The partition's splits, in the merge path's index type.
     splits = "*i64" if n + m + getattr(config, "tile", 0) > INT32_MAX else "*i32"
     pointer = "*" + TRITON_TYPES[dtype]
     types = {"a_ptr": pointer, "v_ptr": pointer, "o_ptr": "*" + TRITON_TYPES[out_dtype],
-             "s_ptr": splits}
+             "s_ptr": splits, "f_ptr": "*i32"}
     if partition:
         assert spec.partitioned
-        name, (_, _, _, constexprs) = "partition_kernel", spec.partition(n, m)
+        name, (_, _, _, constexprs) = spec.partition_kernel_name, spec.partition(n, m)
         num_warps, num_stages = triton_searchsorted._PARTITION_WARPS, 1
     else:
         name, (_, constexprs) = spec.kernel_name, spec.grid_and_constexprs(n, m)
-        num_warps, num_stages = config.num_warps, config.num_stages
+        num_warps, num_stages = spec.launch_options.values()
     kernel = spec.kernel(name)
-    scalars = {"n": n, "m": m, "a_stride": n if rows > 1 else 0, "v_stride": m if rows > 1 else 0}
+    # The checked kernels' flags: one per row (the vmap of a batched flag).
+    scalars = {"n": n, "m": m, "a_stride": n if rows > 1 else 0, "v_stride": m if rows > 1 else 0,
+               "f_stride": int(rows > 1)}
     for scalar, value in scalars.items():
+        if scalar not in kernel.arg_names:
+            continue
         if value == 1:  # jax-triton makes a scalar equal to 1 a constexpr.
             constexprs[scalar] = 1
         else:
@@ -184,20 +193,43 @@ def test_partition_compiles(side, n, target):
     compile_launch(PARTITIONED_SPACE[0], n, 10**8, side=side, target=target, partition=True)
 
 
+# The sizes of the dtype matrix: past N + M of about 2**21 the default
+# merge-path config is the serial merge after the partition.
+DTYPE_N, DTYPE_M = 10**6, 3 * 10**5
+
+
+def compile_dtype(config, dtype, target, **kwargs):
+    """`compile_launch` at the dtype matrix's sizes, int64 answers for
+    64-bit keys."""
+    wide = dtype in ("int64", "uint64", "float64")
+    compile_launch(config, DTYPE_N, DTYPE_M, dtype=dtype, side="right",
+                   out_dtype="int64" if wide else "int32", target=target, **kwargs)
+
+
 @pytest.mark.parametrize("target", [SM90, GFX942], ids=["sm_90", "gfx942"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel", ["partition", "merge_path", "binary_search"])
 def test_every_dtype_compiles(kernel, dtype, target):
-    """Each kernel for each key dtype, at the default config: past N + M of
-    about 2**21 the merge path's is the serial merge after the partition."""
-    n, m = 10**6, 3 * 10**5
+    """Each kernel for each key dtype, at the default config."""
     config = (
         pk.default_binary_search_config if kernel == "binary_search"
         else pk.default_merge_path_config
-    )(n, m, dtype)
-    wide = dtype in ("int64", "uint64", "float64")
-    compile_launch(config, n, m, dtype=dtype, side="right", out_dtype="int64" if wide else "int32",
-                   target=target, partition=kernel == "partition")
+    )(DTYPE_N, DTYPE_M, dtype)
+    compile_dtype(config, dtype, target, partition=kernel == "partition")
+
+
+@pytest.mark.parametrize("target", [SM90, GFX942], ids=["sm_90", "gfx942"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", ["partition", "partitioned", "per_program"])
+def test_checked_compiles_for_every_dtype(kernel, dtype, target):
+    """The checked call's kernels for each key dtype, at the default config
+    pair: the gated partition pass, the kernel that reads its splits, and
+    the kernel whose merge programs search their own (the per-program twin)."""
+    merge = pk.default_merge_path_config(DTYPE_N, DTYPE_M, dtype)
+    if kernel == "per_program":
+        merge = dataclasses.replace(merge, partition="per_program")
+    compile_dtype(merge, dtype, target, partition=kernel == "partition",
+                  bisect_config=pk.default_binary_search_config(DTYPE_N, DTYPE_M, dtype))
 
 
 @pytest.mark.parametrize("n", [2**31 + 5, 2**32 + 5], ids=["u32", "i64"])

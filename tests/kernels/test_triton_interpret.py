@@ -36,6 +36,7 @@ from jaxsearch.pallas_kernels.triton import searchsorted as triton_searchsorted
 from jaxsearch.pallas_kernels.triton import (
     triton_available,
     triton_binary_search_searchsorted,
+    triton_checked_searchsorted,
     triton_merge_path_searchsorted,
 )
 
@@ -98,6 +99,27 @@ def search(kernel, a, v, side, *, interpret, out_dtype="int32", config=None):
                 interpret=interpret,
             )
         )
+
+
+def checked(merge, *, interpret):
+    """The checked call, its merge path at merge kernel `merge`'s config and
+    its binary search at "binary"'s."""
+    return functools.partial(triton_checked_searchsorted, out_dtype=jnp.int32,
+                             merge_config=CONFIGS[merge], bisect_config=CONFIGS["binary"],
+                             interpret=interpret)
+
+
+def search_checked(merge, a, v, side, merging, *, interpret):
+    """The checked call's answers with flag `merging`, as numpy."""
+    with jax.enable_x64(str(np.asarray(a).dtype) in X64_DTYPES):
+        return np.asarray(checked(merge, interpret=interpret)(
+            jnp.asarray(a), jnp.asarray(v), jnp.full(1, merging, jnp.int32), side=side))
+
+
+def search_checked_vmap(merge, a, v, flags, *, interpret):
+    """The checked call vmapped over rows of `a`, `v` and flags (B, 1)."""
+    search = functools.partial(checked(merge, interpret=interpret), side="left")
+    return np.asarray(jax.jit(jax.vmap(search))(a, v, flags))
 
 
 def search_vmap(kernel, a, v, side, in_axes, *, interpret):
@@ -504,6 +526,37 @@ def test_partition_once_matches_per_program(method, run):
         kernel_cases.assert_in_range(once, len(a))
 
 
+@pytest.mark.parametrize("merge, dtype, side", [
+    ("merge_bisect", "float32", "left"),
+    ("merge_per_program", "int8", "right"),
+    ("merge_serial", "bfloat16", "right"),
+    ("merge_compare", "uint64", "left"),
+])
+def test_checked_kernel_runs_the_kernel_its_flag_picks(merge, dtype, side, run):
+    """On needles out of order, where the merge path's answers differ from
+    binary search's, each flag gives its own kernel's answers exactly (the
+    partition pass first, or not, as the merge config says)."""
+    rng = np.random.default_rng(5)
+    a = sample(rng, dtype, 300)
+    v = rng.permutation(sample(rng, dtype, 200))
+    merged, searched = (run("search", kernel, a, v, side) for kernel in (merge, "binary"))
+    assert (merged != searched).any()  # the case tells the two apart
+    np.testing.assert_array_equal(run("search_checked", merge, a, v, side, 1), merged)
+    np.testing.assert_array_equal(run("search_checked", merge, a, v, side, 0), searched)
+
+
+def test_checked_kernel_under_vmap(run):
+    """A flag per row under vmap: each row gets its own flag's kernel."""
+    rng = np.random.default_rng(6)
+    a = np.stack([sample(rng, "float32", 200) for _ in range(3)])
+    v = np.stack([rng.permutation(sample(rng, "float32", 150)) for _ in range(3)])
+    v[0] = np.sort(v[0])
+    flags = np.array([[1], [0], [1]], np.int32)
+    got = run("search_checked_vmap", "merge_bisect", a, v, flags)
+    np.testing.assert_array_equal(got[:2], [expected(a[r], v[r], "left") for r in range(2)])
+    np.testing.assert_array_equal(got[2], run("search", "merge_bisect", a[2], v[2], "left"))
+
+
 # ---------------------------------------------------------------------------
 # In this process: what needs no kernel.
 
@@ -514,6 +567,20 @@ def test_argument_checks():
         triton_binary_search_searchsorted,
         (pk.MergePathConfig, pk.BinarySearchConfig),
     )
+
+
+def test_checked_argument_checks():
+    x = jnp.ones(8, jnp.float32)
+    call = functools.partial(triton_checked_searchsorted, x, out_dtype=jnp.int32, interpret=True)
+    with pytest.raises(ValueError, match="side"):
+        call(x, 1, side="middle")
+    with pytest.raises(TypeError, match="share a dtype"):
+        call(x.astype(jnp.int32), 1, side="left")
+    with pytest.raises(TypeError, match="merge_config must be a MergePathConfig"):
+        call(x, 1, side="left", merge_config=pk.BinarySearchConfig())
+    with pytest.raises(TypeError, match="bisect_config must be a BinarySearchConfig"):
+        call(x, 1, side="left", bisect_config=pk.MergePathConfig())
+    assert call(x[:0], 1, side="left").shape == (0,)
 
 
 def test_availability_is_explained():

@@ -9,7 +9,10 @@ strides it is given (0: every row shares the operand), runs the kernel's
 fixed-step searches with the constexprs it is given (STEPS, DIAG_STEPS,
 TILE, BLOCK, LEFT, BISECT, CHUNK) over the programs of the grid, and leaves
 INT32_MIN where no program writes; a merge path that partitions first is
-two calls, the partition's splits handed to the merge. So a wrong grid,
+two calls, the partition's splits handed to the merge. The checked call's
+kernels read their row's flag first: the merge path's programs or binary
+search's (each past its own grid idle), and a partition only where it is
+nonzero. So a wrong grid,
 stride, step count or side, a lost bool->uint8 conversion, splits lost
 between the calls, or a batch split past `_MAX_GRID_Y` that misorders its
 parts, fails here. The kernels' parameter lists are read from their source
@@ -116,41 +119,58 @@ class FakeJaxTriton:
 
     def triton_call(self, *args, kernel, grid, num_warps, num_stages, compute_capability, name,
                     out_type, **constexprs):
-        partitioned = kernel.name == "merge_path_partitioned_kernel"
-        if partitioned:
-            splits, *args = args
-        a2, v2, n, m, a_stride, v_stride = args
+        checked = kernel.name.startswith("checked_")
+        # The array inputs (the splits, the checked call's flags, a, v), then
+        # n, m and a row stride per input but the splits.
+        inputs = (["s_ptr"] if kernel.name.endswith("partitioned_kernel") else []) + \
+            (["f_ptr"] if checked else []) + ["a_ptr", "v_ptr"]
+        strides = [f"{x[0]}_stride" for x in inputs if x != "s_ptr"]
+        arrays = dict(zip(inputs, args))
+        n, m, *stride_values = args[len(inputs):]
+        stride = dict(zip(strides, stride_values))
         names, constexpr_names = kernel_parameters(kernel.name)
         # Inputs, then the output, then the constexprs: the kernel's order.
-        output = "s_ptr" if kernel.name == "partition_kernel" else "o_ptr"
-        assert names == [*(["s_ptr"] if partitioned else []), "a_ptr", "v_ptr", "n", "m",
-                         "a_stride", "v_stride", output, *constexpr_names]
+        output = "s_ptr" if kernel.name.endswith("partition_kernel") else "o_ptr"
+        assert names == [*inputs, "n", "m", *strides, output, *constexpr_names]
         assert sorted(constexprs) == sorted(constexpr_names)
         boundaries = -(-(n + m) // constexprs.get("TILE", 1)) + 1
         assert out_type.shape == (grid[1], m if output == "o_ptr" else boundaries)
 
-        def host(a2, v2, *splits):
+        def host(*operands):
+            operands = dict(zip(inputs, operands))
+            a2, v2 = operands["a_ptr"], operands["v_ptr"]
             # Recorded when the launch runs: a trace that never runs is no launch.
             self.calls.append(dict(kernel=kernel.name, grid=grid, rows=(a2.shape[0], v2.shape[0]),
-                                   dtypes=(a2.dtype, v2.dtype), scalars=(n, m, a_stride, v_stride),
+                                   dtypes=(a2.dtype, v2.dtype), scalars=(n, m, *stride_values),
                                    num_warps=num_warps, num_stages=num_stages,
                                    compute_capability=compute_capability, name=name,
                                    constexprs=constexprs, out_type=out_type))
-            a_flat, v_flat = a2.reshape(-1), v2.reshape(-1)
+
+            def row_of(x, row, length):
+                data = operands[x].reshape(-1)[row * stride[f"{x[0]}_stride"]:][:length]
+                assert data.size == length, "a row read past its operand"
+                return data
+
             rows = []
             for row in range(grid[1]):
-                a_row = a_flat[row * a_stride:row * a_stride + n]
-                v_row = v_flat[row * v_stride:row * v_stride + m]
-                assert (a_row.size, v_row.size) == (n, m), "a row read past its operand"
+                a_row, v_row = row_of("a_ptr", row, n), row_of("v_ptr", row, m)
+                merging = not checked or row_of("f_ptr", row, 1)[0] != 0
                 if output == "s_ptr":
                     rows.append(emulate_partition(a_row, v_row, n, m, grid[0], constexprs,
-                                                  out_type.shape[1]))
+                                                  out_type.shape[1]) if merging
+                                else np.full(out_type.shape[1], UNWRITTEN))
                 else:
-                    rows.append(emulate(kernel.name, a_row, v_row, n, m, grid[0], constexprs,
-                                        splits[0][row] if splits else None))
+                    emulated, programs = kernel.name, grid[0]
+                    if checked:  # The flag's kernel over its own programs; the rest idle.
+                        emulated, programs = (
+                            ("merge_path_kernel", boundaries - 1) if merging
+                            else ("binary_search_kernel", -(-m // constexprs["BLOCK"])))
+                        assert grid[0] >= programs
+                    rows.append(emulate(emulated, a_row, v_row, n, m, programs, constexprs,
+                                        operands["s_ptr"][row] if "s_ptr" in operands else None))
             return np.array(rows, out_type.dtype).reshape(out_type.shape)
 
-        return jax.pure_callback(host, out_type, a2, v2, *([splits] if partitioned else []))
+        return jax.pure_callback(host, out_type, *arrays.values())
 
 
 @pytest.fixture
@@ -263,3 +283,70 @@ def test_wide_from_the_first_position_past_int32(kind, size):
         else:
             assert grid_x == -(-m // size)
             assert constexprs["STEPS"] == (n + extra).bit_length()
+
+
+def checked(merge, a, v, merging, side="left"):
+    return ts.triton_checked_searchsorted(a, v, merging, side=side, out_dtype=jnp.int32,
+                                          merge_config=CONFIGS[merge],
+                                          bisect_config=CONFIGS["binary"])
+
+
+@pytest.mark.parametrize("merge", ["merge_bisect", "merge_serial", "merge_per_program"])
+@pytest.mark.parametrize("n, m", [(1, 1), (300, 64), (64, 300)])
+def test_checked_launch(fake, merge, n, m):
+    """The checked call on needles out of order: flag 1 gives the merge
+    kernel's answers, 0 binary search's, from one kernel over the larger
+    grid with both kernels' constexprs and the larger launch options; the
+    partition pass, where the config asks for it, reads the flag too."""
+    rng = np.random.default_rng(n * 1000 + m)
+    a = jnp.asarray(np.sort(rng.integers(0, 40, n)).astype(np.float32))
+    v = jnp.asarray(rng.integers(-2, 42, m).astype(np.float32))
+    for side in ("left", "right"):
+        merged, searched = call(merge, a, v, side), call("binary", a, v, side)
+        fake.calls.clear()
+        np.testing.assert_array_equal(checked(merge, a, v, jnp.ones(1, jnp.int32), side), merged)
+        np.testing.assert_array_equal(checked(merge, a, v, jnp.zeros(1, jnp.int32), side),
+                                      searched)
+    config, bisect = CONFIGS[merge], CONFIGS["binary"]
+    spec = ts._CheckedLaunch(*(ts._Launch(pk.kernel_kind(c.kind), c, "right", np.dtype("int32"),
+                                          False) for c in (config, bisect)))
+    kernels = (["checked_partition_kernel"] if spec.partitioned else []) + [spec.kernel_name]
+    assert spec.kernel_name == ("checked_kernel" if merge == "merge_per_program"
+                                else "checked_partitioned_kernel")
+    assert [c["kernel"] for c in fake.calls] == 2 * kernels
+    last = fake.calls[-1]
+    assert last["grid"] == (max(-(-(n + m) // config.tile), -(-m // bisect.block)), 1)
+    assert last["scalars"] == (n, m, 0, 0, 0)  # One row: flag, a and v shared.
+    assert last["constexprs"]["TILE"] == config.tile
+    assert last["constexprs"]["BLOCK"] == bisect.block
+    assert not last["constexprs"]["LEFT"]
+    assert (last["num_warps"], last["num_stages"]) == (
+        max(config.num_warps, bisect.num_warps), max(config.num_stages, bisect.num_stages))
+
+
+@pytest.mark.parametrize("merge", ["merge_bisect", "merge_per_program"])
+@pytest.mark.parametrize("max_rows", [65535, 2])
+def test_checked_batched_flags(fake, monkeypatch, merge, max_rows):
+    """Under vmap a flag per row (stride 1) picks each row's kernel, through
+    a batch split over launches; a flag every row shares goes with stride 0."""
+    monkeypatch.setattr(ts, "_MAX_GRID_Y", max_rows)
+    rng = np.random.default_rng(9)
+    batch, n, m = 5, 90, 70
+    a = np.sort(rng.integers(0, 60, (batch, n)), axis=1).astype(np.int32)
+    v = rng.integers(0, 60, (batch, m)).astype(np.int32)
+    flags = np.array([[1], [0], [1], [1], [0]], np.int32)
+    result = jax.jit(jax.vmap(functools.partial(checked, merge)))(a, v, flags)
+    for row, flag in enumerate(flags[:, 0]):
+        want = call(merge if flag else "binary", jnp.asarray(a[row]), jnp.asarray(v[row]))
+        np.testing.assert_array_equal(result[row], want)
+    answers = [c for c in fake.calls if c["kernel"].startswith("checked_") and
+               not c["kernel"].endswith("partition_kernel")]
+    parts = [batch] if max_rows > batch else [2, 2, 1]
+    assert sorted(c["grid"][1] for c in answers) == sorted(parts)
+    for c in answers:  # A part of one row shares it: strides 0.
+        assert c["scalars"] == ((n, m, 1, n, m) if c["grid"][1] > 1 else (n, m, 0, 0, 0))
+    fake.calls.clear()
+    shared = jax.jit(jax.vmap(functools.partial(checked, merge), in_axes=(0, 0, None)))
+    np.testing.assert_array_equal(shared(a, v, flags[1]), np.stack(
+        [call("binary", jnp.asarray(a[row]), jnp.asarray(v[row])) for row in range(batch)]))
+    assert {c["scalars"][2] for c in fake.calls if c["kernel"].startswith("checked_")} == {0}
