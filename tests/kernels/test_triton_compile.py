@@ -253,6 +253,18 @@ def test_scalars_of_one_compile(config, rows):
             compile_launch(config, n, m, rows=rows, partition=partition)
 
 
+@pytest.mark.parametrize("rows", [1, 2])
+def test_checked_scalars_of_one_compile(rows):
+    """The checked call's kernels with sizes and strides of 1 as constexprs,
+    the flags' stride of 1 (a flag per row under vmap) among them."""
+    bisect = pk.BinarySearchConfig(block=256)
+    for merge in (pk.MergePathConfig(tile=256), pk.MergePathConfig(tile=256,
+                                                                   partition="per_program")):
+        for partition in {False, merge.partition == "once"}:
+            for n, m in ((1, 1), (1, 1000), (1000, 1)):
+                compile_launch(merge, n, m, rows=rows, partition=partition, bisect_config=bisect)
+
+
 # ---------------------------------------------------------------------------
 # On a GPU: the compiled kernels through jax-triton.
 
