@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxsearch.keys import INT32_MAX, SIDES, X64Required
 
 from ._order import check_dtype
-from .configs import KernelKind
+from .configs import BINARY_SEARCH, MERGE_PATH, KernelKind
 
 
 def validate(a, v, side, out_dtype):
@@ -106,5 +106,70 @@ def searchsorted_wrapper(kind: KernelKind, *, kernel, interpreter, config_note="
             default=default.__name__, config_note=config_note, interpreter=interpreter,
             unsorted="`a` or `v`" if kind.sorted_needles else "`a`", raises=raises)
         return jax.jit(wrapper, static_argnames=("side", "out_dtype", "config", "interpret"))
+
+    return decorate
+
+
+_CHECKED_DOC = """`jnp.searchsorted(a, v, side)` by {kernels}: the merge path where
+`merging` holds and binary search where it does not, decided by each
+program on the device (no conditional in the program, no wait on the host).
+
+Args:
+  a: 1-D array, the haystack; sorted wherever `merging` holds.
+  v: 1-D array of the same dtype, the needles; sorted wherever `merging`
+    holds.
+  merging: int32 array of shape (1,): nonzero for the merge path (both `a`
+    and `v` sorted), 0 for binary search (jnp's probes: jnp's answers on any
+    `a`). Under `vmap` it may differ between rows.
+  side: 'left' or 'right'.
+  out_dtype: int32 or int64 (int64 needs jax_enable_x64).
+  merge_config: a MergePathConfig; None picks `default_merge_path_config`.
+  bisect_config: a BinarySearchConfig; None picks
+    `default_binary_search_config`.
+  interpret: run the kernels in {interpreter}.
+
+Returns:
+  Array of shape (len(v),) and dtype `out_dtype`, as the kernel `merging`
+  picks answers.
+{raises}"""
+
+
+def checked_wrapper(*, kernels, interpreter, raises=""):
+    """Makes a backend's public checked call from `search(a, v, merging, *,
+    side, out_dtype, merge_config, bisect_config, interpret)`, which sees
+    checked arguments, non-empty inputs, `merging` as int32 of shape (1,) and
+    configs of their classes (the defaults where the caller gave none).
+
+    Args:
+      kernels: the kernels' name in the docstring ("the Pallas Triton kernels").
+      interpreter: what `interpret=True` runs the kernels in.
+      raises: the docstring's "Raises:" section, if any.
+
+    Returns:
+      A decorator; the call it makes is jitted, with every argument but `a`,
+      `v` and `merging` static.
+    """
+    def decorate(search):
+        def checked(a, v, merging, *, side, out_dtype, merge_config=None, bisect_config=None,
+                    interpret=False):
+            out_dtype = validate(a, v, side, out_dtype)
+            n, m = a.shape[0], v.shape[0]
+            if n == 0 or m == 0:
+                return jnp.zeros((m,), out_dtype)
+            return search(
+                a, v, jnp.asarray(merging, jnp.int32).reshape(1), side=side,
+                out_dtype=out_dtype,
+                merge_config=resolve_config(MERGE_PATH, merge_config, n, m, a.dtype,
+                                            name="merge_config"),
+                bisect_config=resolve_config(BINARY_SEARCH, bisect_config, n, m, a.dtype,
+                                             name="bisect_config"),
+                interpret=interpret)
+
+        checked.__name__, checked.__qualname__ = search.__name__, search.__qualname__
+        checked.__module__ = search.__module__
+        checked.__doc__ = _CHECKED_DOC.format(kernels=kernels, interpreter=interpreter,
+                                              raises=raises)
+        return jax.jit(checked, static_argnames=("side", "out_dtype", "merge_config",
+                                                 "bisect_config", "interpret"))
 
     return decorate

@@ -12,12 +12,10 @@ grid does nothing. Answers are those of the kernel the flag picks.
 
 import functools
 
-import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from .._wrapper import resolve_config, validate
-from ..configs import BINARY_SEARCH, MERGE_PATH
+from .._wrapper import checked_wrapper
 from . import _common, binary_search, merge_path
 
 
@@ -38,39 +36,11 @@ def _checked_kernel(flag_ref, *refs, merge, merge_programs, bisect, bisect_progr
         bisect(program, *refs[-3:])
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "merge_config",
-                                             "bisect_config", "interpret"))
-def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
-                         bisect_config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` by the merge path where `merging` holds
-    and by binary search where it does not, in one kernel that reads
-    `merging` on the device.
-
-    Args:
-      a: 1-D array, the haystack; sorted wherever `merging` holds.
-      v: 1-D array of the same dtype, the needles; sorted wherever `merging`
-        holds.
-      merging: int32 array of shape (1,): nonzero for the merge path (both
-        `a` and `v` sorted), 0 for binary search (jnp's probes: jnp's
-        answers on any `a`).
-      side: 'left' or 'right'.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      merge_config: a MergePathConfig; None picks `default_merge_path_config`.
-      bisect_config: a BinarySearchConfig; None picks
-        `default_binary_search_config`.
-      interpret: run the kernel in the Pallas interpreter (any backend).
-
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`, as the kernel `merging`
-      picks answers.
-    """
-    out_dtype = validate(a, v, side, out_dtype)
+@checked_wrapper(kernels="the Pallas Triton kernels",
+                 interpreter="the Pallas interpreter (any backend)")
+def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config, bisect_config,
+                         interpret):
     n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    merge_config = resolve_config(MERGE_PATH, merge_config, n, m, a.dtype, name="merge_config")
-    bisect_config = resolve_config(BINARY_SEARCH, bisect_config, n, m, a.dtype,
-                                   name="bisect_config")
     merge_programs = merge_path.programs(n, m, merge_config)
     bisect_programs = binary_search.programs(n, m, bisect_config)
     kernel = functools.partial(
@@ -80,7 +50,6 @@ def checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
         bisect=binary_search.program(bisect_config, side),
         bisect_programs=bisect_programs,
     )
-    merging = jnp.asarray(merging, jnp.int32).reshape(1)
     return _common.launch(
         kernel,
         merging,

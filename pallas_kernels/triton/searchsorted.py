@@ -40,7 +40,7 @@ from jax import lax
 from jaxsearch.keys import INT32_MAX, check_x64, index_dtype
 
 from .._jax_private import compute_capability, gpu_triton
-from .._wrapper import resolve_config, searchsorted_wrapper, validate
+from .._wrapper import checked_wrapper, searchsorted_wrapper
 from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, KernelKind, MergePathConfig
 
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
@@ -440,43 +440,9 @@ def triton_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpre
     return _search(_Launch(BINARY_SEARCH, config, side, out_dtype, interpret), a, v)
 
 
-@functools.partial(jax.jit, static_argnames=("side", "out_dtype", "merge_config",
-                                             "bisect_config", "interpret"))
-def triton_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config=None,
-                                bisect_config=None, interpret=False):
-    """`jnp.searchsorted(a, v, side)` by the native Triton merge path where
-    `merging` holds and by its binary search where it does not, in kernels
-    that read `merging` on the device (no conditional, no wait on the host).
-
-    Args:
-      a: 1-D array, the haystack; sorted wherever `merging` holds.
-      v: 1-D array of the same dtype, the needles; sorted wherever `merging`
-        holds.
-      merging: int32 array of shape (1,): nonzero for the merge path (both
-        `a` and `v` sorted), 0 for binary search (jnp's probes: jnp's
-        answers on any `a`). Under `vmap` it may differ between rows.
-      side: 'left' or 'right'.
-      out_dtype: int32 or int64 (int64 needs jax_enable_x64).
-      merge_config: a MergePathConfig; None picks `default_merge_path_config`.
-      bisect_config: a BinarySearchConfig; None picks
-        `default_binary_search_config`.
-      interpret: run the kernels in Triton's interpreter on the host (needs
-        torch, and TRITON_INTERPRET=1 before the kernels first load).
-
-    Returns:
-      Array of shape (len(v),) and dtype `out_dtype`, as the kernel `merging`
-      picks answers.
-
-    Raises:
-      ImportError: triton or jax-triton is missing (see `triton_available`).
-    """
-    out_dtype = validate(a, v, side, out_dtype)
-    n, m = a.shape[0], v.shape[0]
-    if n == 0 or m == 0:
-        return jnp.zeros((m,), out_dtype)
-    merge_config = resolve_config(MERGE_PATH, merge_config, n, m, a.dtype, name="merge_config")
-    bisect_config = resolve_config(BINARY_SEARCH, bisect_config, n, m, a.dtype,
-                                   name="bisect_config")
+@checked_wrapper(kernels="the native Triton kernels", **_TRITON)
+def triton_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config, bisect_config,
+                                interpret):
     spec = _CheckedLaunch(_Launch(MERGE_PATH, merge_config, side, out_dtype, interpret),
                           _Launch(BINARY_SEARCH, bisect_config, side, out_dtype, interpret))
-    return _search(spec, a, v, jnp.asarray(merging, jnp.int32).reshape(1))
+    return _search(spec, a, v, merging)
