@@ -78,25 +78,15 @@ def gfx942_kernels(cases: list[dict]) -> list[tuple[dict, object]]:
     `h200.config_cases`), compiled for gfx942: (case, `gfx942.Resources`)
     per kernel."""
     import jax
-    import jax.numpy as jnp
     from helpers import gfx942
-
-    from jaxsearch.pallas_kernels import BACKENDS, kernel_kind
 
     found = []
     for case in cases:
-        kind = kernel_kind(case["kind"])
-        config = kind.config_cls(**case["config"])
-
-        def search(a, v, kind=kind, config=config, side=case["side"]):
-            return BACKENDS["pallas"].kernel(kind)(a, v, side=side, out_dtype=jnp.int32,
-                                                   config=config)
-
-        rows = () if case["batch"] is None else (case["batch"],)
-        a, v = (jax.ShapeDtypeStruct(rows + (size,), jnp.dtype(case["dtype"]))
-                for size in (case["n"], case["m"]))
+        search, shapes = h200.case_function(case)
         with jax.enable_x64(case["dtype"] in h200.X64_DTYPES):
-            kernels = gfx942.compile_for_gfx942(jax.vmap(search) if rows else search, a, v)
+            args = [jax.ShapeDtypeStruct(shape, jax.numpy.dtype(case["dtype"]))
+                    for shape in shapes]
+            kernels = gfx942.compile_for_gfx942(search, *args)
         found += [(case, kernel) for kernel in kernels]
     return found
 

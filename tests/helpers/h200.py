@@ -330,8 +330,9 @@ def h200_mesh():
     return topologies.make_mesh(topology, (1,), ("x",))
 
 
-def _function(case: dict):
-    """The function a case compiles, and its argument shapes."""
+def case_function(case: dict):
+    """The function a case compiles, and its argument shapes (also what
+    bench/gpu_resources.py compiles for gfx942)."""
     import functools
 
     import jax
@@ -403,7 +404,7 @@ def _compile_case(case: dict, mesh, verbose: bool) -> dict:
 
         return {**case, "ok": True, "error": "", "device": mesh.devices.flat[0].device_kind,
                 "compute_capability": compute_capability()}
-    fn, shapes = _function(case)
+    fn, shapes = case_function(case)
     with jax.enable_x64(case["dtype"] in X64_DTYPES):
         args = [jax.ShapeDtypeStruct(s, jax.numpy.dtype(case["dtype"]),
                                      sharding=NamedSharding(mesh, PartitionSpec()))
