@@ -42,6 +42,16 @@ def resolve_config(kind: KernelKind, config, n, m, dtype, *, name="config"):
     return config
 
 
+def _public(call, search, doc, static_argnames):
+    """`call`, a wrapper of `search`, under `search`'s name with `doc`,
+    jitted with `static_argnames` static."""
+    # Not functools.wraps: jit would read `search`'s signature through
+    # __wrapped__, where the configs have no default.
+    call.__name__, call.__qualname__ = search.__name__, search.__qualname__
+    call.__module__, call.__doc__ = search.__module__, doc
+    return jax.jit(call, static_argnames=static_argnames)
+
+
 # What each kind asks of the needles, for its docstring: (in short, in full).
 _NEEDLES_DOC = {
     True: ("sorted `v`", "1-D sorted array (NaNs last) of the same dtype, the needles"),
@@ -97,15 +107,11 @@ def searchsorted_wrapper(kind: KernelKind, *, kernel, interpreter, config_note="
                           config=resolve_config(kind, config, n, m, a.dtype),
                           interpret=interpret)
 
-        # Not functools.wraps: jit would read `search`'s signature through
-        # __wrapped__, where `config` has no default.
-        wrapper.__name__, wrapper.__qualname__ = search.__name__, search.__qualname__
-        wrapper.__module__ = search.__module__
-        wrapper.__doc__ = _DOC.format(
+        return _public(wrapper, search, _DOC.format(
             needles=needles, kernel=kernel, v=v_doc, config=config_cls.__name__,
             default=default.__name__, config_note=config_note, interpreter=interpreter,
-            unsorted="`a` or `v`" if kind.sorted_needles else "`a`", raises=raises)
-        return jax.jit(wrapper, static_argnames=("side", "out_dtype", "config", "interpret"))
+            unsorted="`a` or `v`" if kind.sorted_needles else "`a`", raises=raises),
+            ("side", "out_dtype", "config", "interpret"))
 
     return decorate
 
@@ -165,11 +171,8 @@ def checked_wrapper(*, kernels, interpreter, raises=""):
                                              name="bisect_config"),
                 interpret=interpret)
 
-        checked.__name__, checked.__qualname__ = search.__name__, search.__qualname__
-        checked.__module__ = search.__module__
-        checked.__doc__ = _CHECKED_DOC.format(kernels=kernels, interpreter=interpreter,
-                                              raises=raises)
-        return jax.jit(checked, static_argnames=("side", "out_dtype", "merge_config",
-                                                 "bisect_config", "interpret"))
+        return _public(checked, search, _CHECKED_DOC.format(
+            kernels=kernels, interpreter=interpreter, raises=raises),
+            ("side", "out_dtype", "merge_config", "bisect_config", "interpret"))
 
     return decorate
