@@ -40,6 +40,15 @@ def x64():
         yield
 
 
+@pytest.fixture(scope="module")
+def fresh_triton_cache(tmp_path_factory):
+    """A Triton cache of the module's own, so that every case in it really
+    compiles (the compile tests: `pytest.mark.usefixtures`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton_cache")))
+        yield
+
+
 @pytest.fixture
 def caches(tmp_path, monkeypatch):
     """An empty user cache (via JAXSEARCH_TUNING_DIR) and an empty shipped cache.

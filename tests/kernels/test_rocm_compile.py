@@ -28,20 +28,13 @@ if not BACKENDS["pallas"].kernels:
 from helpers import gfx942  # noqa: E402  (imports triton's backends when compiling)
 from helpers.h200 import DTYPES, X64_DTYPES  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning",
-    "ignore:TRITON_DEFAULT_FP_FUSION is unset",
-)
-
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fresh_triton_cache(tmp_path_factory):
-    """A cache of our own, so that every case really compiles."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton_cache")))
-        yield
-
+pytestmark = [
+    pytest.mark.filterwarnings(
+        "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning",
+        "ignore:TRITON_DEFAULT_FP_FUSION is unset",
+    ),
+    pytest.mark.usefixtures("fresh_triton_cache"),
+]
 
 LARGE = 10**8  # N = M: the default merge config is the serial merge there
 

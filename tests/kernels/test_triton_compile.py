@@ -79,12 +79,7 @@ TRITON_TYPES = {
 DTYPES = list(TRITON_TYPES)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fresh_triton_cache(tmp_path_factory):
-    """A cache of our own, so that every case really compiles."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton_cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("fresh_triton_cache")
 
 
 def scalar_type(value):
