@@ -59,7 +59,7 @@ _Launch = triton_searchsorted._Launch
 SM90 = GPUTarget("cuda", 90, 32)
 GFX942 = GPUTarget("hip", "gfx942", 64)
 # Shared memory per block: Hopper's largest (with the opt-in); MI300's LDS.
-MAX_SHARED_BYTES = {"cuda": 227 * 1024, "hip": 64 * 1024}
+MAX_SHARED_BYTES = {"cuda": 227 * 1024, "hip": gfx942.LDS_BYTES}
 
 TRITON_TYPES = {
     "bool": "u8",  # The wrappers pass bool as uint8.
