@@ -38,6 +38,7 @@ from .configs import (
     default_binary_search_config,
     default_bisect_config,
     default_merge_path_config,
+    for_warp_lanes,
     kernel_kind,
     tuning_space,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "default_binary_search_config",
     "default_bisect_config",
     "default_merge_path_config",
+    "for_warp_lanes",
     "is_sorted",
     "kernel_kind",
     "sort_key",

@@ -139,6 +139,16 @@ def default_merge_path_config(n, m, dtype):
     return bisect
 
 
+def for_warp_lanes(config, lanes):
+    """`config` for a GPU whose warps hold `lanes` threads (64: AMD's
+    CDNA wavefronts, gfx90a to gfx950), with the threads per program of the
+    32-lane warps the heuristics were sized for, so that each thread holds
+    the elements it was meant to: the serial merge's 128 runs of a 1024
+    tile are one per thread on 4 warps of 32, and on 4 of 64 every run
+    would be walked twice."""
+    return dataclasses.replace(config, num_warps=max(1, config.num_warps * 32 // lanes))
+
+
 def default_bisect_config(n, m, dtype):
     """Heuristic merge-path config with method 'bisect' for len(a) = n,
     len(v) = m: the default below N + M of about 2**21."""

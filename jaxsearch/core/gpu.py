@@ -26,6 +26,7 @@ from ..pallas_kernels import (
     BINARY_SEARCH,
     MERGE_PATH,
     compute_capability,
+    for_warp_lanes,
     is_sorted,
 )
 from . import rules
@@ -90,10 +91,20 @@ def both_sorted(a: jax.Array, v: jax.Array) -> jax.Array:
         jnp.all(jax.vmap(is_sorted)(a.reshape(-1, a.shape[-1])))
 
 
-def _config(kind, n: int, m: int, dtype, implementation: str):
-    """The tuning cache's tiles for `kind`'s kernel, else its heuristics."""
-    return (tuning.tuned_gpu_config(kind.config_cls, n, m, dtype, implementation=implementation)
-            or kind.default_config(n, m, jnp.dtype(dtype)))
+# Threads per warp on each GPU platform: ROCm's are taken for CDNA's
+# 64-lane wavefronts (the Instinct GPUs, gfx90a to gfx950), not RDNA's 32.
+_WARP_LANES = {"cuda": 32, "rocm": 64}
+
+
+def _config(kind, n: int, m: int, dtype, implementation: str, platform: str | None = None):
+    """The tuning cache's tiles for `kind`'s kernel, else its heuristics,
+    with the threads per program they were sized for on `platform`'s warps
+    (None: an interpreter, as on cuda)."""
+    tuned = tuning.tuned_gpu_config(kind.config_cls, n, m, dtype, implementation=implementation)
+    if tuned:
+        return tuned
+    return for_warp_lanes(kind.default_config(n, m, jnp.dtype(dtype)),
+                          _WARP_LANES.get(platform, 32))
 
 
 def _fits(kind, n: int, m: int, dtype, implementation: str) -> bool:
@@ -127,7 +138,8 @@ def route(order: str, n: int, m: int, dtype, implementation: str) -> str | None:
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-           implementation: str = "pallas", interpret: bool = False) -> jax.Array:
+           implementation: str = "pallas", interpret: bool = False,
+           platform: str | None = None) -> jax.Array:
     """searchsorted of 1-D `v` in 1-D `a` by the GPU kernels.
 
     Args:
@@ -138,6 +150,8 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
       out_dtype: int32 or int64.
       implementation: "pallas", "mosaic" or "triton".
       interpret: run the kernels on the host, in their interpreter.
+      platform: "cuda" or "rocm", whose warps the default configs are
+        fitted to (`_config`); None where they run in their interpreter.
     """
     ok, reason = status(implementation, interpret=interpret)
     if not ok:
@@ -146,13 +160,15 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     n, m = a.shape[0], v.shape[0]
     return BACKENDS[implementation].kernel(kind)(
         a, v, side=side, out_dtype=out_dtype,
-        config=_config(kind, n, m, a.dtype, implementation), interpret=interpret)
+        config=_config(kind, n, m, a.dtype, implementation, platform), interpret=interpret)
 
 
 def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-                implementation: str, interpret: bool) -> jax.Array:
+                implementation: str, interpret: bool,
+                platform: str | None = None) -> jax.Array:
     """Rows (*batch, n) and (*batch, m) by a GPU implementation's kernels
-    (with `interpret`, in its interpreter), the order decided once for the
+    (with `interpret`, in its interpreter; `platform` as `search` takes
+    it), the order decided once for the
     whole batch; `order` as `route` gives it (not None). The checked call
     runs the backend's checked kernel where it has one, which reads the test
     on the device, else the two kernels behind lax.cond."""
@@ -162,8 +178,8 @@ def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         merging = both_sorted(a, v).astype(np.int32).reshape(1)
         search_row = functools.partial(
             checked, merging=merging, side=side, out_dtype=out_dtype,
-            merge_config=_config(MERGE_PATH, n, m, a.dtype, implementation),
-            bisect_config=_config(BINARY_SEARCH, n, m, a.dtype, implementation),
+            merge_config=_config(MERGE_PATH, n, m, a.dtype, implementation, platform),
+            bisect_config=_config(BINARY_SEARCH, n, m, a.dtype, implementation, platform),
             interpret=interpret)
         return rules.map_rows(search_row, a, v)
 
@@ -171,7 +187,7 @@ def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         return rules.map_rows(functools.partial(search, side=side, order=order,
                                                 out_dtype=out_dtype,
                                                 implementation=implementation,
-                                                interpret=interpret),
+                                                interpret=interpret, platform=platform),
                               a, v)
 
     return by_order(order, a, v, run)

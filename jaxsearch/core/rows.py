@@ -58,7 +58,8 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
             return xla_rows(a, v, side=side, out_dtype=out_dtype)
         return gpu.search_rows(a, v, side=side, order=order, out_dtype=out_dtype,
                                implementation=implementation,
-                               interpret=platform not in rules.GPU_PLATFORMS)
+                               interpret=platform not in rules.GPU_PLATFORMS,
+                               platform=platform if platform in rules.GPU_PLATFORMS else None)
     if implementation != CYTHON:
         return xla_rows(a, v, side=side, out_dtype=out_dtype)
     if a.dtype in WIDENED_TO_FLOAT32:
@@ -79,5 +80,6 @@ rules.define_rules(rows_p, rules.rows_abstract_eval)
 rules.register_lowerings(rows_p, default=functools.partial(search_rows, platform=None),
                          cpu=functools.partial(search_rows, platform="cpu") if cpu.AVAILABLE
                          else None,
-                         gpu=functools.partial(search_rows, platform="cuda"),
+                         gpu={platform: functools.partial(search_rows, platform=platform)
+                              for platform in rules.GPU_PLATFORMS},
                          for_export=xla_rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -55,10 +55,12 @@ def _zero_jvp(primitive, primals, tangents, **params):
 
 
 def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable | None,
-                       gpu: Callable, for_export: Callable | None = None) -> None:
+                       gpu: Callable | Mapping[str, Callable],
+                       for_export: Callable | None = None) -> None:
     """Lowers `primitive` by the jnp-level function of each platform: `cpu`
     on cpu (None: `default` there too, as where the CPU extension is
-    unavailable), `gpu` on cuda and rocm, `default` elsewhere; and, given
+    unavailable), `gpu` on cuda and rocm (one function for both, or one
+    per platform), `default` elsewhere; and, given
     `for_export`, by that on every platform when a binding with `portable`
     set lowers for `jax.export`."""
     def rule(fn):
@@ -77,7 +79,8 @@ def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable
     if cpu is not None:
         mlir.register_lowering(primitive, rule(cpu), platform="cpu")
     for platform in GPU_PLATFORMS:
-        mlir.register_lowering(primitive, rule(gpu), platform=platform)
+        fn = gpu[platform] if isinstance(gpu, Mapping) else gpu
+        mlir.register_lowering(primitive, rule(fn), platform=platform)
 
 
 def lowers_for_export(ctx) -> bool:

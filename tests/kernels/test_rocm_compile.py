@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+import jaxsearch
 import jaxsearch.pallas_kernels as pk
 from jaxsearch.pallas_kernels import BACKENDS, MERGE_PATH, kernel_kind
 
@@ -75,6 +76,27 @@ def test_checked_call_compiles_for_gfx942_for_every_dtype(dtype):
 
     names = [k.kernel for k in compiled(checked, LARGE, LARGE, dtype)]
     assert names == ["merge_path_partition", "checked_searchsorted"]
+
+
+@pytest.mark.parametrize("sorted_v, kernel", [(None, "checked_searchsorted"),
+                                              (True, "merge_path_searchsorted"),
+                                              (False, "binary_search_searchsorted")])
+def test_the_dispatch_fits_default_configs_to_64_lane_wavefronts(sorted_v, kernel):
+    """Lowered for rocm, the default configs keep the threads per program
+    they were sized for on 32-lane warps: half the warps, so that the serial
+    merge's 128 runs of a tile are one per thread, not each walked twice."""
+    merge, bisect = (pk.default_merge_path_config(LARGE, LARGE, jnp.float32),
+                     pk.default_binary_search_config(LARGE, LARGE, jnp.float32))
+    assert merge.method == "serial" and merge.tile // merge.items == 32 * merge.num_warps
+    warps = {"checked_searchsorted": max(merge.num_warps, bisect.num_warps),
+             "merge_path_searchsorted": merge.num_warps,
+             "binary_search_searchsorted": bisect.num_warps}[kernel]
+
+    def search(a, v):
+        return jaxsearch.searchsorted(a, v, sorted_v=sorted_v, implementation="pallas")
+
+    [found] = [k for k in compiled(search, LARGE, LARGE) if k.kernel == kernel]
+    assert found.num_warps * 64 == warps * 32, found
 
 
 def test_spills_fail_the_compile():
