@@ -206,6 +206,13 @@ def warpgroup_id(dtype):
     return lax.axis_index(_WARPGROUP_AXIS).astype(dtype)
 
 
+def by_ids(body):
+    """`body(program, warpgroup, *refs)` as a kernel of `*refs`: `program`
+    and `warpgroup` are its indices along the grid and within the program
+    (int32)."""
+    return lambda *refs: body(program_id(jnp.int32), warpgroup_id(jnp.int32), *refs)
+
+
 def warpgroups(num_warps, needles):
     """Warpgroups per program for a config's `num_warps`, at most one per 128
     of its `needles`."""

@@ -16,11 +16,11 @@ from ..configs import BINARY_SEARCH
 from . import _common as mc
 
 
-def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
+def _binary_search_program(program, warpgroup, a_ref, v_ref, o_ref, *, lanes, threads, side):
     n, m = a_ref.shape[0], v_ref.shape[0]
     # Positions in `a` and in `v` apart: int32 unless one of them passes it.
     idx = _bisect.index_dtype(max(n, m + lanes.size * threads))
-    block = mc.program_id(idx) * threads + mc.warpgroup_id(idx)
+    block = program.astype(idx) * threads + warpgroup.astype(idx)
     start = mc.window(block * lanes.size, lanes.size, m)
     v_key = lanes.load(v_ref, start)
     lo, hi = lanes.full(0, idx), lanes.full(n, idx)
@@ -36,13 +36,34 @@ def _binary_search_kernel(a_ref, v_ref, o_ref, *, lanes, threads, side):
     config_note="\n    `config.block` must be a multiple of 128, which `num_warps // 4`"
                 "\n    warpgroups share; `num_stages` is not used.")
 def mosaic_binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    n, m = a.shape[0], v.shape[0]
-    threads = mc.warpgroups(config.num_warps, config.block)
-    lanes = mc.Lanes(config.block // threads, a.dtype, interpret)
-    padded = mc.padded_length(m, lanes)
-    _bisect.check_extent(max(n, padded + config.block))
-    kernel = functools.partial(_binary_search_kernel, lanes=lanes, threads=threads, side=side)
-    grid = -(-padded // config.block)
-    return mc.launch(kernel, *mc.kernel_operands(a, v, lanes), needles=m, out_dtype=out_dtype,
-                     grid=grid, threads=threads, interpret=interpret,
+    m = v.shape[0]
+    lanes = needle_lanes(config, a.dtype, interpret)
+    a, v = mc.kernel_operands(a, v, lanes)
+    return mc.launch(mc.by_ids(program(config, side, lanes)), a, v, needles=m,
+                     out_dtype=out_dtype, grid=programs(a.shape[0], v.shape[0], config),
+                     threads=warpgroups(config), interpret=interpret,
                      name="mosaic_binary_search_searchsorted")
+
+
+def warpgroups(config):
+    """The warpgroups of a binary-search program."""
+    return mc.warpgroups(config.num_warps, config.block)
+
+
+def needle_lanes(config, dtype, interpret):
+    """A warpgroup's share of a program's block of needles."""
+    return mc.Lanes(config.block // warpgroups(config), dtype, interpret)
+
+
+def program(config, side, lanes):
+    """The body of one warpgroup of a binary-search program, `body(program,
+    warpgroup, a_ref, v_ref, o_ref)`, for `config` and `lanes` (`needle_lanes`)."""
+    return functools.partial(_binary_search_program, lanes=lanes, threads=warpgroups(config),
+                             side=side)
+
+
+def programs(n, m, config):
+    """The programs of a search of m needles (`v` padded) in n keys (checked
+    against x64)."""
+    _bisect.check_extent(max(n, m + config.block))
+    return -(-m // config.block)

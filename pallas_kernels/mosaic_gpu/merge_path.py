@@ -29,13 +29,13 @@ from . import partition
 _BLOCK = 4 * mc.LANES
 
 
-def _merge_path_kernel(*refs, tile, lanes, threads, side):
+def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side):
     # refs: the partition pass's splits (`partition.splits`) where it ran,
     # then a, v and the output.
     splits_ref, (a_ref, v_ref, o_ref) = (refs[0], refs[1:]) if len(refs) == 4 else (None, refs)
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
-    program = mc.program_id(idx)
+    program = program.astype(idx)
     d0 = jnp.minimum(program * tile, n + m)
     d1 = jnp.minimum(d0 + tile, n + m)
     if splits_ref is not None:  # this program's two boundaries, found already
@@ -51,7 +51,7 @@ def _merge_path_kernel(*refs, tile, lanes, threads, side):
     na = jnp.maximum(i1 - i0, 0)
     nv = jnp.maximum(d1 - i1 - j0, 0)
     stride = lanes.size * threads
-    first = j0 + mc.warpgroup_id(idx) * lanes.size
+    first = j0 + warpgroup.astype(idx) * lanes.size
 
     def needle_block(b, carry):
         start = first + b * stride
@@ -84,19 +84,47 @@ def _merge_path_kernel(*refs, tile, lanes, threads, side):
                 "\n    warpgroups per program; `method`, `chunk` and `num_stages` are"
                 "\n    not used (the needles are resolved by bisection).")
 def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    n, m = a.shape[0], v.shape[0]
-    lanes = mc.Lanes(min(config.tile, _BLOCK), a.dtype, interpret)
-    threads = mc.warpgroups(config.num_warps, config.tile)
+    m = v.shape[0]
+    lanes = needle_lanes(config, a.dtype, interpret)
     a, v = mc.kernel_operands(a, v, lanes)
-    merged = n + v.shape[0]
-    _bisect.check_extent(merged + config.tile)
-    operands = (a, v)
-    if config.partition == "once":
-        operands = (partition.splits(a, v, dtype=lanes.dtype, tile=config.tile, side=side,
-                                     interpret=interpret), *operands)
-    kernel = functools.partial(
-        _merge_path_kernel, tile=config.tile, lanes=lanes, threads=threads, side=side
-    )
-    grid = -(-merged // config.tile)
-    return mc.launch(kernel, *operands, needles=m, out_dtype=out_dtype, grid=grid,
-                     threads=threads, interpret=interpret, name="mosaic_merge_path_searchsorted")
+    return mc.launch(mc.by_ids(program(config, side, lanes)),
+                     *operands(a, v, config, side, lanes, interpret),
+                     needles=m, out_dtype=out_dtype,
+                     grid=programs(a.shape[0], v.shape[0], config), threads=warpgroups(config),
+                     interpret=interpret, name="mosaic_merge_path_searchsorted")
+
+
+def needle_lanes(config, dtype, interpret):
+    """The block of needles a merge program resolves at a time, per warpgroup."""
+    return mc.Lanes(min(config.tile, _BLOCK), dtype, interpret)
+
+
+def warpgroups(config):
+    """The warpgroups of a merge program."""
+    return mc.warpgroups(config.num_warps, config.tile)
+
+
+def operands(a, v, config, side, lanes, interpret, merging=None):
+    """What the merge program reads, for `a` and `v` as `_common.kernel_operands`
+    gives them: (a, v), after the partition pass's splits where
+    `config.partition` is 'once' (run only where the checked kernel's flag
+    `merging`, if given, picks the merge path)."""
+    if config.partition == "per_program":
+        return a, v
+    return partition.splits(a, v, dtype=lanes.dtype, tile=config.tile, side=side,
+                            interpret=interpret, merging=merging), a, v
+
+
+def program(config, side, lanes):
+    """The body of one warpgroup of a merge program, `body(program, warpgroup,
+    *refs, o_ref)` for the refs of `operands`, for `config` and `lanes`
+    (`needle_lanes`)."""
+    return functools.partial(_merge_path_program, tile=config.tile, lanes=lanes,
+                             threads=warpgroups(config), side=side)
+
+
+def programs(n, m, config):
+    """The programs of a search of m needles (`v` padded) in n keys (checked
+    against x64)."""
+    _bisect.check_extent(n + m + config.tile)
+    return -(-(n + m) // config.tile)
