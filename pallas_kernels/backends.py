@@ -98,10 +98,15 @@ def _pallas_triton() -> dict[str, object]:
 
 
 def _mosaic_gpu() -> dict[str, object]:
-    from .mosaic_gpu import mosaic_binary_search_searchsorted, mosaic_merge_path_searchsorted
+    from .mosaic_gpu import (
+        mosaic_binary_search_searchsorted,
+        mosaic_checked_searchsorted,
+        mosaic_merge_path_searchsorted,
+    )
 
     return {"kernels": {MERGE_PATH.name: mosaic_merge_path_searchsorted,
-                        BINARY_SEARCH.name: mosaic_binary_search_searchsorted}}
+                        BINARY_SEARCH.name: mosaic_binary_search_searchsorted},
+            "checked": mosaic_checked_searchsorted}
 
 
 def _optional(name: str, package: str, label: str, load: Callable[[], dict], **fields) -> Backend:

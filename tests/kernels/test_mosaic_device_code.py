@@ -143,3 +143,39 @@ def test_kernel_ir_gives_numpys_answers(kind, dtype, side, partition):
     out = np.full(padded, UNWRITTEN, np.int32)
     kernel.run(*splits, a_in, v_in, out)
     np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))
+
+
+@pytest.mark.parametrize("merging, dtype, side", [
+    (1, "float32", "left"),
+    (1, "int16", "right"),
+    (0, "uint16", "right"),
+    (0, "int32", "left"),
+])
+def test_checked_kernel_ir_runs_the_kind_its_flag_picks(merging, dtype, side):
+    """The checked kernel as the GPU runs it, its two kinds in different
+    warpgroups and blocks of lanes (the merge's 2 warpgroups of 256 needles,
+    binary search's 1 of 512): each flag gives numpy's answers, sorted
+    needles for the merge and unsorted ones for binary search, and the
+    partition pass before it writes nothing where the flag is 0."""
+    n, m = 300, 200
+    fn = functools.partial(BACKENDS["mosaic"].checked, side=side, out_dtype=jnp.int32,
+                           merge_config=pk.MergePathConfig(tile=256, num_warps=8),
+                           bisect_config=pk.BinarySearchConfig(block=512))
+    partition, kernel = lowered_kernels(
+        fn, *(jax.ShapeDtypeStruct((size,), dtype) for size in (n, m)),
+        jax.ShapeDtypeStruct((), jnp.int32))
+    assert kernel.block == (256, 1, 1)
+    a, v = _inputs(np.random.default_rng(1), dtype, n, m, sort_v=bool(merging))
+    # The operands as the checked call hands them over: the flag, a, and v
+    # padded for each kind's blocks of lanes.
+    flag = np.array([merging], np.int32)
+    a_in, v_in = (np.asarray(mc.as_kernel_operand(jnp.asarray(x))) for x in (a, v))
+    merge_v, bisect_v = (
+        np.concatenate([v_in, np.repeat(v_in[-1:], kernel.arguments[k][0][0] - m)])
+        for k in (-3, -2))
+    splits = np.full(partition.arguments[-1][0], UNWRITTEN, np.int32)
+    partition.run(flag, a_in, merge_v, splits)
+    assert merging or (splits == UNWRITTEN).all()
+    out = np.full(kernel.arguments[-1][0], UNWRITTEN, np.int32)
+    kernel.run(flag, splits, a_in, merge_v, bisect_v, out)
+    np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))

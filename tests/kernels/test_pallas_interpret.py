@@ -1,6 +1,6 @@
 """Correctness of the Pallas kernels, Triton and Mosaic GPU backends, against
-numpy and jnp.searchsorted; Pallas Triton's checked kernel runs every case
-of the kind its flag picks (`checked_merge`, `checked_binary`).
+numpy and jnp.searchsorted; each backend's checked kernel runs every case
+of the kind its flag picks (`checked_merge`, `mosaic_checked_binary`, ...).
 
 Every case runs in the backends' interpreters on any backend and, marked
 `gpu`, compiled on a GPU when there is one (`pytest -m gpu`; Mosaic GPU
@@ -81,6 +81,28 @@ if MOSAIC:
         mosaic_binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
         mosaic_binary_wg2=functools.partial(
             binary, config=pk.BinarySearchConfig(block=256, num_warps=8)
+        ),
+    )
+    # Its checked kernel likewise, the two kinds in different warpgroups and
+    # blocks of lanes (each pads `v` for its own): the merge's 128 needles
+    # beside binary search's 512, and the reverse; the merge's 2 warpgroups
+    # beside binary search's 1, and the reverse.
+    def mosaic_checked(merging, merge_config, bisect_config):
+        return functools.partial(BACKENDS["mosaic"].checked, merging=merging,
+                                 merge_config=merge_config, bisect_config=bisect_config)
+
+    KERNELS.update(
+        mosaic_checked_merge=mosaic_checked(
+            1, pk.MergePathConfig(tile=128), pk.BinarySearchConfig(block=512)
+        ),
+        mosaic_checked_binary=mosaic_checked(
+            0, pk.MergePathConfig(tile=1024), pk.BinarySearchConfig(block=128)
+        ),
+        mosaic_checked_merge_wg2=mosaic_checked(
+            1, pk.MergePathConfig(tile=256, num_warps=8), pk.BinarySearchConfig(block=128)
+        ),
+        mosaic_checked_binary_wg2=mosaic_checked(
+            0, pk.MergePathConfig(tile=128), pk.BinarySearchConfig(block=256, num_warps=8)
         ),
     )
 MERGE_KERNELS = [k for k in KERNELS if "merge" in k]
@@ -232,19 +254,25 @@ def test_argument_checks(backend):
     )
 
 
-@pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
-@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
-def test_checked_kernel_runs_the_kernel_its_flag_picks():
-    """On needles out of order, where the merge path's answers differ from
-    binary search's, each flag gives its own kernel's answers exactly."""
+# Each checked kernel of KERNELS and the kernel its flag picks, of the same config.
+FLAG_PICKS = {"checked_merge": "merge_bisect", "checked_binary": "binary",
+              "mosaic_checked_merge": "mosaic_merge", "mosaic_checked_binary": "mosaic_binary",
+              "mosaic_checked_merge_wg2": "mosaic_merge_wg2",
+              "mosaic_checked_binary_wg2": "mosaic_binary_wg2"}
+
+
+@pytest.mark.parametrize("checked", [k for k in FLAG_PICKS if k in KERNELS])
+def test_checked_kernel_runs_the_kernel_its_flag_picks(checked):
+    """On needles out of order, where the merge path's answers are not jnp's
+    (binary search's are), each flag gives its own kernel's answers exactly."""
     rng = np.random.default_rng(5)
     a = sample(rng, "float32", 700)
     v = rng.permutation(sample(rng, "float32", 500))
     for side in ("left", "right"):
-        merged, searched = (run(k, a, v, side, True) for k in ("merge_bisect", "binary"))
-        assert (merged != searched).any()  # the case tells the two apart
-        np.testing.assert_array_equal(run("checked_merge", a, v, side, True), merged)
-        np.testing.assert_array_equal(run("checked_binary", a, v, side, True), searched)
+        want = run(FLAG_PICKS[checked], a, v, side, True)
+        # The case tells the two kinds apart.
+        assert (want != expected(a, v, side)).any() == ("merge" in checked)
+        np.testing.assert_array_equal(run(checked, a, v, side, True), want)
 
 
 @pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
@@ -261,20 +289,40 @@ def test_checked_kernel_merges_serially():
         np.testing.assert_array_equal(np.asarray(got), expected(a, v, side))
 
 
-@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
-def test_partition_pass_runs_where_the_flag_picks_the_merge():
+def _pallas_splits(a, v, merging):
+    """Pallas Triton's partition pass over `a` and `v` (tile 64, side left)."""
+    from jaxsearch.pallas_kernels.pallas_triton import partition
+
+    return partition.splits(a, v, tile=64, side="left", interpret=True, merging=merging)
+
+
+def _mosaic_splits(a, v, merging):
+    """Mosaic GPU's partition pass over `a` and `v` (tile 64, side left)."""
+    from jaxsearch.pallas_kernels.mosaic_gpu import _common as mc
+    from jaxsearch.pallas_kernels.mosaic_gpu import partition
+
+    operands = mc.kernel_operands(a, v, mc.Lanes(128, a.dtype, interpret=True))
+    return partition.splits(*operands, dtype=a.dtype, tile=64, side="left", interpret=True,
+                            merging=merging)
+
+
+# Each Pallas backend's partition pass and checked call, where this jax has it.
+SPLITS = {backend: splits for backend, splits in (("pallas", _pallas_splits),
+                                                  ("mosaic", _mosaic_splits))
+          if backend in WRAPPERS}
+CHECKED = {backend: BACKENDS[backend].checked for backend in WRAPPERS}
+
+
+@pytest.mark.parametrize("backend", SPLITS)
+def test_partition_pass_runs_where_the_flag_picks_the_merge(backend):
     """Before the checked kernel, the partition pass writes its splits where
     the flag picks the merge path (the same splits as without a flag) and
     nothing where it picks binary search, which never reads them."""
-    from jaxsearch.pallas_kernels.pallas_triton import partition
-
     rng = np.random.default_rng(8)
     a, v = (jnp.asarray(sample(rng, "float32", size)) for size in (700, 500))
 
     def splits(*flag):
-        return np.asarray(partition.splits(a, v, tile=64, side="left", interpret=True,
-                                           merging=jnp.asarray(flag, jnp.int32)
-                                           if flag else None))
+        return np.asarray(SPLITS[backend](a, v, jnp.asarray(flag, jnp.int32) if flag else None))
 
     plain = splits()
     assert (np.diff(plain) > 0).any()
@@ -282,9 +330,9 @@ def test_partition_pass_runs_where_the_flag_picks_the_merge():
     assert (splits(0)[1:] != plain[1:]).all()
 
 
-@pytest.mark.skipif(not PALLAS, reason="this jax has no Pallas Triton backend")
-def test_checked_kernel_argument_checks():
-    checked = BACKENDS["pallas"].checked
+@pytest.mark.parametrize("backend", CHECKED)
+def test_checked_kernel_argument_checks(backend):
+    checked = CHECKED[backend]
     x = jnp.ones(8, jnp.float32)
     with pytest.raises(ValueError, match="side"):
         checked(x, x, 1, side="middle", out_dtype=jnp.int32, interpret=True)

@@ -1,7 +1,9 @@
 """The registries say what the kernels really do: the key dtypes every GPU
-backend and the CPU extension take (`jaxsearch.keys`,
+backend (each kernel and its checked call) and the CPU extension take (`jaxsearch.keys`,
 `pallas_kernels.SUPPORTED_DTYPES`), and the orders and CPU kernels the
 extension numbers (`core.order.ORDERS`, `core.cpu.KERNELS`)."""
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -26,16 +28,22 @@ def test_the_gpu_kernels_serve_the_key_dtypes():
     assert set(keys.WIDENED_TO_FLOAT32) < set(keys.KEY_DTYPES)
 
 
-@pytest.mark.parametrize("kind", KERNEL_KINDS, ids=lambda kind: kind.name)
+@pytest.mark.parametrize("kind", [*KERNEL_KINDS, "checked"],
+                         ids=lambda kind: getattr(kind, "name", kind))
 @pytest.mark.parametrize("implementation", BACKENDS)
 def test_each_gpu_backend_takes_every_key_dtype(implementation, kind):
-    """Each wrapper's checks pass every key dtype and refuse one outside the
-    registry (an empty `a`: checked, never launched, so no GPU and no triton
-    is needed)."""
+    """Each wrapper's checks, and those of each backend's checked call
+    (every backend has one: the sortedness test read on the device, no
+    lax.cond), pass every key dtype and refuse one outside the registry (an
+    empty `a`: checked, never launched, so no GPU and no triton is needed)."""
     backend = BACKENDS[implementation]
     if backend.import_error:
         pytest.skip(backend.import_error)
-    kernel = backend.kernel(kind)
+    if kind == "checked":
+        assert backend.checked is not None, f"{backend.label} has no checked kernel"
+        kernel = functools.partial(backend.checked, merging=1)
+    else:
+        kernel = backend.kernel(kind)
     for dtype in keys.KEY_DTYPES:
         with jax.enable_x64(wide(dtype)):
             out_dtype = jnp.int64 if wide(dtype) else jnp.int32
