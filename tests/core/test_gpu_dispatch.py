@@ -106,17 +106,24 @@ WITHOUT_PALLAS_TRITON = textwrap.dedent("""
     print("triton calls:", len(triton_calls(lowered)))
     print("native triton calls:", lowered.as_text().count("@triton_kernel_call"))
     print("mosaic calls:", len(mosaic_calls(lowered)))
+    text = lowered.as_text()
+    print("conditionals:", text.count("stablehlo.case") + text.count("stablehlo.if"))
+    print("mosaic checked kernel:", "mosaic_checked_searchsorted" in text)
     print("warnings:", [str(w.message) for w in caught])
 """)
 
 
 def test_cuda_dispatch_without_pallas_triton_backend():
+    """Without Pallas Triton the default call lowers for cuda to Mosaic GPU,
+    where it can run: the sortedness test goes to its checked kernel, and
+    the program holds no conditional for the host to wait on."""
     done = run_python("-c", WITHOUT_PALLAS_TRITON.format(tests=str(TESTS)))
     assert done.returncode == 0, done.stderr[-3000:]
     if gpu.status("mosaic")[0]:  # Mosaic GPU (the lowering assumes sm_90 here)
         assert "mosaic calls: 0" not in done.stdout
         assert "triton calls: 0\nnative triton calls: 0" in done.stdout
         assert "no GPU kernel can run here" not in done.stdout
+        assert "conditionals: 0\nmosaic checked kernel: True" in done.stdout, done.stdout
     elif gpu.status("triton")[0]:  # jax-triton works here: native Triton
         assert "native triton calls: 0" not in done.stdout
     else:  # here: jnp on the GPU, with a warning that says what to install

@@ -9,8 +9,9 @@ jaxlib, and ptxas from nvidia-cuda-nvcc-cu12).
 
 Importable (the test tier, bench/gpu_resources.py and
 tests/helpers/cuda_topology_check.py use it): the H200's target description,
-`missing_wheels()`, the cases (`config_cases()`, `dispatch_cases()`,
-`mosaic_dispatch_cases()`, `canary_cases()`, `DEVICE_CASE`) and
+`missing_wheels()`, the cases (`config_cases()`, `checked_cases()`,
+`dispatch_cases()`, `mosaic_dispatch_cases()`, `canary_cases()`,
+`DEVICE_CASE`), what a dispatch case compiles to (`search_kernels()`) and
 `run_worker()`. Run as a script, this file is that worker: it reads
 cases (JSON) on stdin, compiles each in this process for the H200 and prints
 one JSON line per case. It runs in a process of its own because XLA reads
@@ -184,6 +185,20 @@ def config_cases(space, dtypes=DTYPES, sides=("left", "right"), shape=SMALL_BATC
             for side in ([sides[turn % len(sides)]] if one_side_each else sides)]
 
 
+def checked_cases(pairs, implementation, dtypes, shape=SMALL_BATCHED,
+                  batch=BATCH) -> list[dict]:
+    """A backend's checked kernel for each (merge config, binary-search
+    config) of `pairs` and each of `dtypes`, with its flag set each way,
+    under vmap at `shape`; the sides taken in turn."""
+    return [{"what": "checked", "implementation": implementation, "merging": merging,
+             "merge_config": dataclasses.asdict(merge),
+             "bisect_config": dataclasses.asdict(bisect), "dtype": dtype,
+             "side": ("left", "right")[(pi + di + merging) % 2], "n": shape[0], "m": shape[1],
+             "batch": batch}
+            for pi, (merge, bisect) in enumerate(pairs) for di, dtype in enumerate(dtypes)
+            for merging in (0, 1)]
+
+
 def canary_cases() -> list[dict]:
     """A kernel that fits in registers and its twin that cannot (all 256
     sums of a 256 x 256 outer product in one warp): the second must fail."""
@@ -240,14 +255,40 @@ def cumsum_cases() -> list[dict]:
             for sorted_v in (True, False, None) for name, (n, m, batch) in shapes.items()]
 
 
+def search_kernels(case: dict, default: str) -> tuple[int, int]:
+    """The GPU kernels one search of a dispatch case compiles to, and its
+    conditionals: as the route gives it, the merge path's partition pass
+    before it where it merges and its default config partitions once, two
+    kernels behind lax.cond where the call is checked and the backend has no
+    checked kernel. `default`: the implementation the dispatch takes where
+    the case names none."""
+    import jax.numpy as jnp
+
+    from jaxsearch import pallas_kernels as pk
+    from jaxsearch.core import gpu
+
+    implementation = case["implementation"] or default
+    n, m, dtype = case["n"], case["m"], jnp.dtype(case["dtype"])
+    order = gpu.route({True: "sorted", False: "any", None: "check"}[case["sorted_v"]], n, m,
+                      dtype, implementation)
+    partitions = int(order != "any"
+                     and pk.default_merge_path_config(n, m, dtype).partition == "once")
+    if order == "check" and pk.BACKENDS[implementation].checked is None:
+        return 2 + partitions, 1
+    return 1 + partitions, 0
+
+
 def case_id(case: dict) -> str:
     """A short readable name of a case."""
     if case["what"] in ("canary", "device"):
         return f"{case['what']}-{case.get('size', 'h200')}"
-    if case["what"] == "config":
-        fields = ",".join(f"{k}={v}" for k, v in case["config"].items() if v is not None)
-        return (f"{case['implementation']}-{case['kind']}[{fields}]-{case['dtype']}-"
-                f"{case['side']}")
+    if case["what"] in ("config", "checked"):
+        configs = [case["config"]] if case["what"] == "config" else \
+            [case["merge_config"], case["bisect_config"]]
+        fields = "|".join(",".join(f"{k}={v}" for k, v in config.items() if v is not None)
+                          for config in configs)
+        kind = case["kind"] if case["what"] == "config" else f"checked={case['merging']}"
+        return f"{case['implementation']}-{kind}[{fields}]-{case['dtype']}-{case['side']}"
     name = "cumsum" if case["what"] == "cumsum" else case["implementation"] or "default"
     return f"{name}-{case['dtype']}-{case['side']}-sorted_v={case['sorted_v']}-{case['shape']}"
 
@@ -345,7 +386,8 @@ def case_function(case: dict):
         return _canary, [(case["size"],)]
     if case["what"] == "checked":  # the checked kernel, its flag fixed
         fn = functools.partial(
-            pk.BACKENDS["pallas"].checked, merging=int(case["merging"]), side=case["side"],
+            pk.BACKENDS[case["implementation"]].checked, merging=int(case["merging"]),
+            side=case["side"],
             out_dtype=np.dtype(np.int32), merge_config=pk.MergePathConfig(**case["merge_config"]),
             bisect_config=pk.BinarySearchConfig(**case["bisect_config"]))
     elif case["what"] in ("dispatch", "cumsum"):

@@ -24,13 +24,11 @@ so, only where the compile wheels (the `h200-compile` extra) are missing.
 
 import dataclasses
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import h200
 
 import jaxsearch.pallas_kernels as pk
-from jaxsearch.core import gpu
 
 MISSING = h200.missing_wheels()
 needs_wheels = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
@@ -79,28 +77,11 @@ def test_dispatch_compiles_to_gpu_kernels(compiled, case):
     search, or for the checked call the checked kernel (both behind a flag
     read on the device; few sorted needles take binary search unchecked)."""
     result = _result(compiled, case)
-    kernels, conditionals = _search_kernels(case)
+    kernels, conditionals = h200.search_kernels(case, default="pallas")
     assert result["kernel_calls"] == kernels
     # The checked call decides on the device where the backend has a checked
     # kernel: no conditional, whose predicate XLA reads back on the host.
     assert result["conditionals"] == conditionals, result
-
-
-def _search_kernels(case):
-    """The GPU kernels one search of a call compiles to, and its
-    conditionals: as the route gives it, the merge path's partition pass
-    before it where it merges (Pallas Triton's default configs partition
-    once), two kernels behind lax.cond where the call is checked and the
-    backend has no checked kernel."""
-    implementation = case["implementation"] or "pallas"
-    n, m, dtype = case["n"], case["m"], jnp.dtype(case["dtype"])
-    order = gpu.route({True: "sorted", False: "any", None: "check"}[case["sorted_v"]], n, m,
-                      dtype, implementation)
-    partitions = int(order != "any" and implementation == "pallas"
-                     and pk.default_merge_path_config(n, m, dtype).partition == "once")
-    if order == "check" and pk.BACKENDS[implementation].checked is None:
-        return 2 + partitions, 1
-    return 1 + partitions, 0
 
 
 @needs_wheels
@@ -110,7 +91,7 @@ def test_cumsum_compiles_to_gpu_kernels(compiled, case):
     float32 sum is compensated (a high and a low part), searched twice."""
     calls = _result(compiled, case)["kernel_calls"]
     searches = 2 if case["dtype"] == "float32" else 1
-    assert calls == searches * _search_kernels(case)[0]
+    assert calls == searches * h200.search_kernels(case, default="pallas")[0]
 
 
 def test_every_config_meets_the_widest_keys_and_every_dtype_both_kinds_and_sides():
