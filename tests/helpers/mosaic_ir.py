@@ -11,17 +11,20 @@ on numpy arrays.
 
 Integers are held as their bit patterns (Python ints in [0, 2**width)), read
 signed or unsigned by each op as MLIR says, so that a signedness slip shows.
-Every memory access is bounds-checked. Threads run one after another, each
-to the end, so a kernel must not pass data between threads (through shared
-memory, or a warp shuffle of a value that differs across the warp): the
-kernels of `pallas_kernels/mosaic_gpu/` do neither. An op it does not know
-raises NotImplementedError, never a guess.
+Every memory access is bounds-checked. A program's threads run one at a
+time in a fixed order, each to its next barrier (`bar.sync`) or its end
+(`_Scheduler`), so that data passed between them through shared memory
+arrives where a barrier orders it, and is missed, every time, where none
+does; a warp shuffle must still move a value the whole warp holds alike.
+An op it does not know raises NotImplementedError, never a guess.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+import threading
 
 import numpy as np
 from jax._src.interpreters import mlir as jax_mlir
@@ -31,6 +34,7 @@ from helpers.lowering import backend_config, lower_for_cuda, mosaic_calls
 
 _PREFIX = "stable_mosaic_gpu."
 _DYNAMIC = -(2**63)  # MLIR's marker of a dynamic offset in a subview.
+_SHARED_BYTES = 228 * 1024  # an H200 program's shared memory at most
 # arith.cmpi predicates, by their enum value.
 _CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge",
          6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
@@ -116,6 +120,81 @@ class _Stop(Exception):
         self.values = values
 
 
+class _Scheduler:
+    """Runs one program's threads one at a time, in a fixed order: the
+    lowest-ranked thread that can run runs until it finishes or waits at a
+    barrier, so that a thread that reads shared memory before the barrier
+    that should order it after another thread's write reads it unwritten,
+    every time. A barrier of `parties` threads lets them all go once the
+    last arrives; a program whose threads all wait at barriers that cannot
+    fill fails."""
+
+    def __init__(self, threads):
+        self._condition = threading.Condition()
+        self._runnable = set(range(threads))
+        self._waiting = {}  # barrier id: the ranks waiting there
+        self._running = None
+        self._errors = []
+        self._failed = False
+
+    def _schedule(self):
+        self._running = min(self._runnable) if self._runnable else None
+        if self._running is None and self._waiting and not self._failed:
+            self._errors.append(AssertionError(f"threads wait at barriers no thread will "
+                                               f"fill: {sorted(self._waiting)}"))
+            self._failed = True
+        self._condition.notify_all()
+
+    def _wait_for_turn(self, rank):
+        self._condition.wait_for(lambda: self._failed or self._running == rank)
+        if self._failed:
+            raise _Abandoned
+
+    @contextlib.contextmanager
+    def turn(self, rank):
+        """The body of thread `rank`, run when its turn comes."""
+        with self._condition:
+            if rank == 0:
+                self._schedule()
+            try:
+                self._wait_for_turn(rank)
+            except _Abandoned:
+                return
+        try:
+            yield
+        except _Abandoned:
+            pass
+        except BaseException as error:  # noqa: BLE001 (raised by raise_first_error)
+            with self._condition:
+                self._errors.append(error)
+                self._failed = True
+                self._condition.notify_all()
+        finally:
+            with self._condition:
+                self._runnable.discard(rank)
+                if self._running == rank:
+                    self._schedule()
+
+    def barrier(self, rank, barrier_id, parties):
+        """Thread `rank` waits at barrier `barrier_id` of `parties` threads."""
+        with self._condition:
+            waiting = self._waiting.setdefault(barrier_id, [])
+            waiting.append(rank)
+            self._runnable.discard(rank)
+            if len(waiting) == parties:
+                self._runnable.update(self._waiting.pop(barrier_id))
+            self._schedule()
+            self._wait_for_turn(rank)
+
+    def raise_first_error(self):
+        if self._errors:
+            raise self._errors[0]
+
+
+class _Abandoned(Exception):
+    """Another thread of the program failed: this one stops."""
+
+
 class Kernel:
     """One Mosaic GPU kernel, parsed from its serialized module.
 
@@ -123,10 +202,12 @@ class Kernel:
       grid, block: the launch's (x, y, z) programs and threads per program.
       arguments: per kernel argument (inputs, then outputs), its shape and
         MLIR element type (e.g. ((300,), "i32")).
-      op_counts: how often each op (prefix stripped) occurs, for structural checks.
+      op_counts: how often each op (prefix stripped) occurs, for structural
+        checks; "memref.load (shared)" counts the loads from shared memory.
     """
 
     def __init__(self, module_bytes):
+        self._local = threading.local()  # the running thread's ids and program state
         self._slots = {}
         self.op_counts = {}
         context = jax_mlir.make_ir_context()
@@ -200,22 +281,38 @@ class Kernel:
         for bz in range(self.grid[2]):
             for by in range(self.grid[1]):
                 for bx in range(self.grid[0]):
-                    for tz in range(self.block[2]):
-                        for ty in range(self.block[1]):
-                            for tx in range(self.block[0]):
-                                self._thread = {"block_id": (bx, by, bz),
-                                                "thread_id": (tx, ty, tz),
-                                                "block_dim": self.block, "grid_dim": self.grid}
-                                local = dict(env)
-                                for slot, value in zip(self._launch_args,
-                                                       (bx, by, bz, tx, ty, tz, *self.grid,
-                                                        *self.block)):
-                                    local[slot] = value
-                                try:
-                                    self._run_block(self._body, local)
-                                except _Stop:  # gpu.terminator
-                                    pass
+                    self._run_program((bx, by, bz), env)
         return arrays
+
+    def _run_program(self, block_id, env):
+        """One program: its threads, sharing its shared memory, each in a
+        Python thread of its own, one running at a time (`_Scheduler`)."""
+        scheduler = _Scheduler(self.block[0] * self.block[1] * self.block[2])
+        shared = np.zeros(_SHARED_BYTES, np.uint8)
+        threads = [(tx, ty, tz) for tz in range(self.block[2]) for ty in range(self.block[1])
+                   for tx in range(self.block[0])]
+
+        def run_thread(rank, thread_id):
+            self._local.thread = {"block_id": block_id, "thread_id": thread_id,
+                                  "block_dim": self.block, "grid_dim": self.grid}
+            self._local.shared, self._local.scheduler, self._local.rank = shared, scheduler, rank
+            local = dict(env)
+            for slot, value in zip(self._launch_args,
+                                   (*block_id, *thread_id, *self.grid, *self.block)):
+                local[slot] = value
+            with scheduler.turn(rank):
+                try:
+                    self._run_block(self._body, local)
+                except _Stop:  # gpu.terminator
+                    pass
+
+        workers = [threading.Thread(target=run_thread, args=(rank, t), daemon=True)
+                   for rank, t in enumerate(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        scheduler.raise_first_error()
 
     def _run_block(self, ops, env):
         for _, run, ins, outs in ops:
@@ -359,6 +456,10 @@ class Kernel:
     # memref
 
     def _op_memref_load(self, op, regions):
+        if "workgroup" in str(op.operands[0].type):  # a per-lane load from shared memory
+            self.op_counts["memref.load (shared)"] = \
+                self.op_counts.get("memref.load (shared)", 0) + 1
+
         def run(env, view, index=0):  # No index: a 0-d memref.
             return int(view.array[view.address(index)])
         return run
@@ -386,13 +487,20 @@ class Kernel:
         return lambda env, view: view
 
     def _op_memref_view(self, op, regions):
-        return lambda env, *_: None  # Shared memory: unused by these kernels.
+        # A typed view of the program's shared memory, at a byte offset.
+        memref = ir.MemRefType(op.results[0].type)
+        width, [size] = _width(memref.element_type), memref.shape
+
+        def run(env, source, shift, *_):
+            words = source.array[shift:shift + size * width // 8].view(f"uint{width}")
+            return _View(words, 0, 1, size, "shared")
+        return run
 
     # gpu and nvvm
 
     def _dimension(self, op, what):
         axis = "xyz".index(re.search(r"dim (\w)", str(op.attributes["dimension"])).group(1))
-        return lambda env: self._thread[what][axis]
+        return lambda env: self._local.thread[what][axis]
 
     def _op_gpu_thread_id(self, op, regions):
         return self._dimension(op, "thread_id")
@@ -409,18 +517,33 @@ class Kernel:
     def _noop(self, op, regions):
         return lambda env, *_: None
 
-    _op_gpu_barrier = _noop
-    _op_gpu_dynamic_shared_memory = _noop
     _op_nvvm_fence_mbarrier_init = _noop
+
+    def _op_gpu_barrier(self, op, regions):
+        def run(env):  # every thread of the program
+            threads = self._local.thread["block_dim"]
+            self._local.scheduler.barrier(self._local.rank, "program",
+                                          threads[0] * threads[1] * threads[2])
+        return run
+    # Threads see each other's shared-memory writes once past a barrier.
+    _op_nvvm_fence_proxy = _noop
+
+    def _op_gpu_dynamic_shared_memory(self, op, regions):
+        return lambda env: _View(self._local.shared, 0, 1, _SHARED_BYTES, "shared")
 
     def _op_llvm_inline_asm(self, op, regions):
         asm = ir.StringAttr(op.attributes["asm_string"]).value
-        if not asm.startswith("bar.sync "):  # A warpgroup's barrier: nothing to wait for.
+        match = re.fullmatch(r"bar\.sync \$0, (\d+);?", asm.strip())
+        if match is None:
             raise NotImplementedError(f"no interpreter rule for inline assembly {asm!r}")
-        return lambda env, *_: None
+        parties = int(match.group(1))
+
+        def run(env, barrier_id):  # a named barrier of `parties` threads
+            self._local.scheduler.barrier(self._local.rank, barrier_id, parties)
+        return run
 
     def _op_nvvm_elect_sync(self, op, regions):
-        return lambda env, *_: int(self._thread["thread_id"][0] % 32 == 0)
+        return lambda env, *_: int(self._local.thread["thread_id"][0] % 32 == 0)
 
     def _op_nvvm_shfl_sync(self, op, regions):
         # Only a value the whole warp holds alike (the warp index): its own.
