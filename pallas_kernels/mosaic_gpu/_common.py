@@ -138,10 +138,37 @@ class Lanes:
 
         def load(index, active):
             del active  # Clamped, every load is in bounds.
-            index = self._fix_layout(jnp.clip(index, 0, ref.shape[0] - 1))
-            if self.interpret:
-                return self.key(ref[...][index])
-            return self.key(self._inline_gather(ref, index))
+            return self.key(self._gather(ref, jnp.clip(index, 0, ref.shape[0] - 1)))
+
+        return load
+
+    def _gather(self, ref, index):
+        index = self._fix_layout(index)
+        if self.interpret:
+            return ref[...][index]
+        return self._inline_gather(ref, index)
+
+    def key_dtype(self, operand_dtype):
+        """The dtype of the keys of a kernel operand of `operand_dtype`."""
+        return jax.eval_shape(self.key, jax.ShapeDtypeStruct((self.size,), operand_dtype)).dtype
+
+    def stage(self, ref, start, smem, offset, count):
+        """Copies the keys of `ref[start:start + count]` (a slice in the ref;
+        `count` static, at least `size`) to `smem[offset:offset + count]`,
+        coalesced, and returns `load(index, active)` for `_bisect` that
+        reads the key of `ref[index]` from there, `index` clamped into the
+        slice: one shared-memory load per probe, no key to compute."""
+        for block in range(-(-count // self.size)):
+            # The last block moves back to end with the slice, as blocks of
+            # needles do at the end of `v`.
+            at = min(block * self.size, count - self.size)
+            smem[pl.ds(offset + at, self.size)] = self.load(ref, start + at)
+        # The warpgroup's threads read each other's keys.
+        plgpu.commit_smem()
+
+        def load(index, active):
+            del active  # Clamped, every load is in the slice.
+            return self._gather(smem, offset + jnp.clip(index - start, 0, count - 1))
 
         return load
 
@@ -242,15 +269,22 @@ def kernel_operands(a, v, lanes):
     return as_kernel_operand(a), as_kernel_operand(v)
 
 
-def call(kernel, *operands, out_type, grid, threads, interpret, name):
-    """Runs `kernel(*refs, o_ref)` with Mosaic GPU over a grid of `grid`
-    programs of `threads` warpgroups each; every program sees the whole of
-    each operand and of the output (in global memory). Under `vmap`,
-    `plgpu.kernel`'s batching rule adds a grid axis and hands each program
-    one batch row."""
+def shared(size, dtype):
+    """A program's shared memory of `size` elements of `dtype`, for `call`'s
+    `scratch`."""
+    return plgpu.SMEM((size,), dtype)
+
+
+def call(kernel, *operands, out_type, grid, threads, interpret, name, scratch=()):
+    """Runs `kernel(*refs, o_ref, *scratch_refs)` with Mosaic GPU over a grid
+    of `grid` programs of `threads` warpgroups each; every program sees the
+    whole of each operand and of the output (in global memory), and has its
+    own `scratch` (`shared`). Under `vmap`, `plgpu.kernel`'s batching rule
+    adds a grid axis and hands each program one batch row."""
     return plgpu.kernel(
         kernel,
         out_type=out_type,
+        scratch_types=tuple(scratch),
         grid=(grid,),
         grid_names=(_PROGRAM_AXIS,),
         num_threads=threads,
@@ -260,11 +294,11 @@ def call(kernel, *operands, out_type, grid, threads, interpret, name):
     )(*operands)
 
 
-def launch(kernel, *operands, needles, out_dtype, grid, threads, interpret, name):
-    """Runs a search, `kernel(*refs, o_ref)`, on `operands`, the last of
-    them `v` as `kernel_operands` gives it; returns the answers for its
-    first `needles` needles (those of the caller's `v`)."""
+def launch(kernel, *operands, needles, out_dtype, grid, threads, interpret, name, scratch=()):
+    """Runs a search, `kernel(*refs, o_ref, *scratch_refs)`, on `operands`,
+    the last of them `v` as `kernel_operands` gives it; returns the answers
+    for its first `needles` needles (those of the caller's `v`)."""
     padded = operands[-1].shape[0]
     out = call(kernel, *operands, out_type=jax.ShapeDtypeStruct((padded,), out_dtype), grid=grid,
-               threads=threads, interpret=interpret, name=name)
+               threads=threads, interpret=interpret, name=name, scratch=scratch)
     return out[:needles]

@@ -26,15 +26,18 @@ from . import binary_search, merge_path
 
 
 def _checked_program(program, warpgroup, flag_ref, *refs, merge, merge_programs,
-                     merge_warpgroups, bisect, bisect_programs, bisect_warpgroups):
+                     merge_warpgroups, merge_scratch, bisect, bisect_programs,
+                     bisect_warpgroups):
     # refs: the merge path's operands (its splits, where it partitions
-    # first, then a and its v), binary search's v, then the output.
-    *merge_refs, bisect_v_ref, o_ref = refs
+    # first, then a and its v), binary search's v, the output, then the
+    # merge path's `merge_scratch` shared memory refs.
+    *merge_refs, bisect_v_ref, o_ref = refs[:len(refs) - merge_scratch]
+    scratch_refs = refs[len(refs) - merge_scratch:]
     merging = flag_ref[0] != 0
 
     @pl.when(merging & (program < merge_programs) & (warpgroup < merge_warpgroups))
     def _():
-        merge(program, warpgroup, *merge_refs, o_ref)
+        merge(program, warpgroup, *merge_refs, o_ref, *scratch_refs)
 
     @pl.when((~merging) & (program < bisect_programs) & (warpgroup < bisect_warpgroups))
     def _():
@@ -54,11 +57,13 @@ def mosaic_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config,
     bisect_programs = binary_search.programs(n, bisect_v.shape[0], bisect_config)
     merge_warpgroups = merge_path.warpgroups(merge_config)
     bisect_warpgroups = binary_search.warpgroups(bisect_config)
+    shared = merge_path.scratch(merge_config, merge_lanes, keys)
     kernel = functools.partial(
         _checked_program,
-        merge=merge_path.program(merge_config, side, merge_lanes),
+        merge=merge_path.program(merge_config, side, merge_lanes, staged=bool(shared)),
         merge_programs=merge_programs,
         merge_warpgroups=merge_warpgroups,
+        merge_scratch=len(shared),
         bisect=binary_search.program(bisect_config, side, bisect_lanes),
         bisect_programs=bisect_programs,
         bisect_warpgroups=bisect_warpgroups,
@@ -73,5 +78,6 @@ def mosaic_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config,
         threads=max(merge_warpgroups, bisect_warpgroups),
         interpret=interpret,
         name="mosaic_checked_searchsorted",
+        scratch=shared,
     )
     return out[:m]

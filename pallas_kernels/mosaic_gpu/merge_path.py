@@ -5,10 +5,15 @@ The partition is the Pallas Triton kernel's (see
 `tile` elements, one program each. Where a program's two diagonals cross `a`
 and `v` comes from the partition pass that runs first (`partition.py`), or,
 with `partition="per_program"`, from a fixed-step binary search of its own
-(scalar loads, every thread alike). It then resolves its needles by a binary
-search inside its slice of `a`, one needle per lane, in blocks of at most
-`_BLOCK` needles that its warpgroups take in turn. Blocks start anywhere, so
-each lane stores under a mask (see `_common`).
+(scalar loads, every thread alike). Each warpgroup copies the program's
+slice of `a`, as sort keys, to shared memory in coalesced blocks (the
+`tile` keys from the slice's start; all of `a` where it is shorter), then
+resolves its needles by a binary search of that copy, one needle per lane,
+in blocks of at most `_BLOCK` needles that its warpgroups take in turn.
+Blocks start anywhere: a block that lies inside the program's needles is
+stored whole, and the one or two at their ends per lane under a mask (see
+`_common`). Where `a` is shorter than a block of lanes, the search reads
+`a` from global memory instead.
 
 Broken promises (unsorted `a` or `v`) give unspecified answers, but every
 answer lies in [0, N] and every needle is written, as in the Pallas Triton kernel.
@@ -17,6 +22,7 @@ answer lies in [0, N] and every needle is written, as in the Pallas Triton kerne
 import functools
 
 import jax.numpy as jnp
+from jax.experimental import pallas as pl
 
 from .. import _bisect
 from .._wrapper import searchsorted_wrapper
@@ -29,9 +35,10 @@ from . import partition
 _BLOCK = 4 * mc.LANES
 
 
-def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side):
+def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side, staged):
     # refs: the partition pass's splits (`partition.splits`) where it ran,
-    # then a, v and the output.
+    # then a, v and the output; then, `staged`, the shared memory (`scratch`).
+    refs, smem_ref = (refs[:-1], refs[-1]) if staged else (refs, None)
     splits_ref, (a_ref, v_ref, o_ref) = (refs[0], refs[1:]) if len(refs) == 4 else (None, refs)
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
@@ -50,6 +57,12 @@ def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side):
     # negative length; clamping keeps every index in range.
     na = jnp.maximum(i1 - i0, 0)
     nv = jnp.maximum(d1 - i1 - j0, 0)
+    if staged:  # the slice's keys, from the start of a span of `count` that holds it
+        count = smem_ref.shape[0] // threads
+        load_a = lanes.stage(a_ref, mc.window(i0, count, n), smem_ref,
+                             warpgroup.astype(idx) * count, count)
+    else:
+        load_a = lanes.gather(a_ref)
     stride = lanes.size * threads
     first = j0 + warpgroup.astype(idx) * lanes.size
 
@@ -63,14 +76,16 @@ def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side):
         # where(mask, scalar, x) the mask's signedness, unsigned.
         hi = jnp.where(valid, lanes.full(i0 + na, idx), lo)
         answer = _bisect.lower_bound(
-            lanes.gather(a_ref),
+            load_a,
             lo,
             hi,
             lanes.load(v_ref, window),
             steps=tile.bit_length(),
             side=side,
         )
-        lanes.store_where(o_ref, window, answer, valid)
+        whole = (window == start) & (start + lanes.size <= j0 + nv)
+        pl.when(whole)(lambda: lanes.store(o_ref, window, answer))
+        pl.when(jnp.logical_not(whole))(lambda: lanes.store_where(o_ref, window, answer, valid))
         return carry
 
     # One round when the promise holds; more only if it is broken.
@@ -87,11 +102,12 @@ def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     m = v.shape[0]
     lanes = needle_lanes(config, a.dtype, interpret)
     a, v = mc.kernel_operands(a, v, lanes)
-    return mc.launch(mc.by_ids(program(config, side, lanes)),
+    shared = scratch(config, lanes, a)
+    return mc.launch(mc.by_ids(program(config, side, lanes, staged=bool(shared))),
                      *operands(a, v, config, side, lanes, interpret),
                      needles=m, out_dtype=out_dtype,
                      grid=programs(a.shape[0], v.shape[0], config), threads=warpgroups(config),
-                     interpret=interpret, name="mosaic_merge_path_searchsorted")
+                     interpret=interpret, name="mosaic_merge_path_searchsorted", scratch=shared)
 
 
 def needle_lanes(config, dtype, interpret):
@@ -115,12 +131,24 @@ def operands(a, v, config, side, lanes, interpret, merging=None):
                             interpret=interpret, merging=merging), a, v
 
 
-def program(config, side, lanes):
+def scratch(config, lanes, a):
+    """The shared memory of a merge program, for `a` as
+    `_common.kernel_operands` gives it: a span of min(tile, N) sort keys per
+    warpgroup, which holds the program's slice of `a` where the promise
+    holds; none where `a` is shorter than a block of lanes."""
+    n = a.shape[0]
+    if n < lanes.size:
+        return []
+    return [mc.shared(warpgroups(config) * min(config.tile, n), lanes.key_dtype(a.dtype))]
+
+
+def program(config, side, lanes, *, staged):
     """The body of one warpgroup of a merge program, `body(program, warpgroup,
-    *refs, o_ref)` for the refs of `operands`, for `config` and `lanes`
+    *refs, o_ref, *scratch_refs)` for the refs of `operands` and of
+    `scratch` (`staged`: whether it gave any), for `config` and `lanes`
     (`needle_lanes`)."""
     return functools.partial(_merge_path_program, tile=config.tile, lanes=lanes,
-                             threads=warpgroups(config), side=side)
+                             threads=warpgroups(config), side=side, staged=staged)
 
 
 def programs(n, m, config):

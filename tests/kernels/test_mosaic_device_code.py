@@ -179,3 +179,21 @@ def test_checked_kernel_ir_runs_the_kind_its_flag_picks(merging, dtype, side):
     out = np.full(kernel.arguments[-1][0], UNWRITTEN, np.int32)
     kernel.run(flag, splits, a_in, merge_v, bisect_v, out)
     np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))
+
+
+@pytest.mark.parametrize("n, staged", [(300, True), (200, False)])
+def test_merge_program_probes_its_slice_of_a_in_shared_memory(n, staged):
+    """Where `a` holds a block of lanes or more, each merge program copies
+    its slice of `a` to shared memory first, and its binary search probes
+    only there: its per-element loads from global memory are the two splits
+    the partition pass wrote. Where `a` is shorter, it probes `a` in global
+    memory. (test_kernel_ir_gives_numpys_answers runs the staged kernel.)"""
+    config = CONFIGS[pk.MERGE_PATH.name]  # two warpgroups of 256 needles
+    fn = functools.partial(BACKENDS["mosaic"].kernel(pk.MERGE_PATH), side="left",
+                           out_dtype=jnp.int32, config=config)
+    _, kernel = lowered_kernels(fn, *(jax.ShapeDtypeStruct((size,), jnp.int32)
+                                      for size in (n, 100)))
+    shared = kernel.op_counts.get("memref.load (shared)", 0)
+    split_loads = 2
+    assert (shared > 0) == staged
+    assert (kernel.op_counts["memref.load"] - shared == split_loads) == staged
