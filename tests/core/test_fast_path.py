@@ -80,8 +80,8 @@ def test_vmap_and_sorter_keep_the_cpu_kernel():
 @pytest.mark.parametrize("sorted_v", SORTED_V)
 def test_gpu_implementations_run_their_kernels(sorted_v, implementation):
     """On a CPU backend, in their interpreter: merge path for sorted needles,
-    binary search for any, for the checked call the checked kernel (Pallas
-    Triton) or both under lax.cond (Mosaic GPU)."""
+    binary search for any, for the checked call the backend's checked
+    kernel."""
     ok, reason = gpu.status(implementation, interpret=True)
     if not ok:
         pytest.skip(reason)
