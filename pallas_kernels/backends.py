@@ -33,11 +33,10 @@ class Backend:
       label: its name in messages ("Pallas Mosaic GPU").
       kernels: each kind's public wrapper, by kind name; empty where the
         subpackage did not import (`import_error` says why).
-      checked: where the backend has one, the checked call's kernel,
-        `checked(a, v, merging, *, side, out_dtype, merge_config,
-        bisect_config, interpret)`: both kinds' programs in one kernel that
-        reads the sortedness test on the device (else the dispatch chooses
-        between the two kernels with lax.cond).
+      checked: the checked call's kernel, `checked(a, v, merging, *, side,
+        out_dtype, merge_config, bisect_config, interpret)`: both kinds'
+        programs in one kernel that reads the sortedness test on the device;
+        None where the subpackage did not import.
       import_error: "" or why the subpackage did not import.
       min_capability: the lowest CUDA compute capability it compiles for
         (None: any).

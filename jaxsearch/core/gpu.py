@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .. import tuning
 from ..keys import INT32_MAX
@@ -32,8 +30,7 @@ from ..pallas_kernels import (
 from . import rules
 from .implementations import GPU_IMPLEMENTATIONS
 
-__all__ = ["both_sorted", "by_order", "choose", "compute_capability", "route", "search",
-           "search_rows", "status"]
+__all__ = ["both_sorted", "choose", "compute_capability", "route", "search_rows", "status"]
 
 
 def status(implementation: str, *, interpret: bool = False) -> tuple[bool, str]:
@@ -69,23 +66,13 @@ def choose(n: int, m: int, dtype) -> str | None:
     return None
 
 
-def by_order(order: str, a: jax.Array, v: jax.Array,
-             run: Callable[[str], jax.Array]) -> jax.Array:
-    """`run("sorted")` or `run("any")` for keys `a` and needles `v`, as
-    `order` says: "check" tests the rows of both (`both_sorted`) and picks
-    one with lax.cond."""
-    if order != "check":
-        return run(order)
-    return lax.cond(both_sorted(a, v), lambda: run("sorted"), lambda: run("any"))
-
-
 def both_sorted(a: jax.Array, v: jax.Array) -> jax.Array:
     """Whether every row of `a` and of `v` is sorted: the merge path only
     where `a` is sorted too, since on any other `a` the binary search follows
     jnp's probes and gives jnp's answers.
 
-    One test for the whole batch (of this device's rows, when partitioned): a
-    batched predicate would turn lax.cond into a select that runs both.
+    One test for the whole batch (of this device's rows, when partitioned):
+    the checked kernel reads one flag for all its rows.
     """
     return jnp.all(jax.vmap(is_sorted)(v.reshape(-1, v.shape[-1]))) & \
         jnp.all(jax.vmap(is_sorted)(a.reshape(-1, a.shape[-1])))
@@ -137,16 +124,18 @@ def route(order: str, n: int, m: int, dtype, implementation: str) -> str | None:
     return order
 
 
-def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-           implementation: str = "pallas", interpret: bool = False,
-           platform: str | None = None) -> jax.Array:
-    """searchsorted of 1-D `v` in 1-D `a` by the GPU kernels.
+def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
+                implementation: str, interpret: bool = False,
+                platform: str | None = None) -> jax.Array:
+    """searchsorted of rows (*batch, m) of `v` in rows (*batch, n) of `a`,
+    of one dtype, by a GPU implementation's kernels.
 
     Args:
-      a, v: keys and needles of one dtype.
       side: "left" or "right".
-      order: "any" (binary search) or "sorted" (merge path, trusting that v
-        is sorted); "check" is decided by `by_order` first.
+      order: as `route` gives it (not None): "any" (binary search),
+        "sorted" (merge path, trusting that the needles are sorted) or
+        "check": the backend's checked kernel, which runs either kind as
+        `both_sorted` finds the whole batch, reading the test on the device.
       out_dtype: int32 or int64.
       implementation: "pallas", "mosaic" or "triton".
       interpret: run the kernels on the host, in their interpreter.
@@ -156,38 +145,18 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.d
     ok, reason = status(implementation, interpret=interpret)
     if not ok:
         raise ValueError(f"jaxsearch's {implementation} kernels cannot run here: {reason}")
-    kind = MERGE_PATH if order == "sorted" else BINARY_SEARCH
-    n, m = a.shape[0], v.shape[0]
-    return BACKENDS[implementation].kernel(kind)(
-        a, v, side=side, out_dtype=out_dtype,
-        config=_config(kind, n, m, a.dtype, implementation, platform), interpret=interpret)
+    backend = BACKENDS[implementation]
+    n, m = a.shape[-1], v.shape[-1]
 
+    def config(kind):
+        return _config(kind, n, m, a.dtype, implementation, platform)
 
-def search_rows(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
-                implementation: str, interpret: bool,
-                platform: str | None = None) -> jax.Array:
-    """Rows (*batch, n) and (*batch, m) by a GPU implementation's kernels
-    (with `interpret`, in its interpreter; `platform` as `search` takes
-    it), the order decided once for the
-    whole batch; `order` as `route` gives it (not None). The checked call
-    runs the backend's checked kernel where it has one, which reads the test
-    on the device, else the two kernels behind lax.cond."""
-    checked = BACKENDS[implementation].checked
-    if order == "check" and checked is not None:
-        n, m = a.shape[-1], v.shape[-1]
-        merging = both_sorted(a, v).astype(np.int32).reshape(1)
+    if order == "check":
         search_row = functools.partial(
-            checked, merging=merging, side=side, out_dtype=out_dtype,
-            merge_config=_config(MERGE_PATH, n, m, a.dtype, implementation, platform),
-            bisect_config=_config(BINARY_SEARCH, n, m, a.dtype, implementation, platform),
-            interpret=interpret)
-        return rules.map_rows(search_row, a, v)
-
-    def run(order):
-        return rules.map_rows(functools.partial(search, side=side, order=order,
-                                                out_dtype=out_dtype,
-                                                implementation=implementation,
-                                                interpret=interpret, platform=platform),
-                              a, v)
-
-    return by_order(order, a, v, run)
+            backend.checked, merging=both_sorted(a, v).astype(np.int32).reshape(1),
+            merge_config=config(MERGE_PATH), bisect_config=config(BINARY_SEARCH))
+    else:
+        kind = MERGE_PATH if order == "sorted" else BINARY_SEARCH
+        search_row = functools.partial(backend.kernel(kind), config=config(kind))
+    return rules.map_rows(functools.partial(search_row, side=side, out_dtype=out_dtype,
+                                            interpret=interpret), a, v)

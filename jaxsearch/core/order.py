@@ -5,7 +5,8 @@ The orders: "any" (binary search), "sorted" (the caller promised sorted
 needles, and a sorted `a`: merge) and "check" (test them, then merge when
 sorted). The CPU kernels take "check" themselves (each row of `a` is checked
 once, each part of the needles while it is merged, in the extension); the
-GPU binding tests the needles first (`gpu.by_order`).
+GPU binding tests the needles and keys on the device, and its checked kernel
+reads the test (`gpu.search_rows`).
 
 `is_sorted` is the same test in jnp, for the functions that choose by an
 array's order (the histograms, the patch's sort methods).

@@ -56,10 +56,10 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
         order = gpu.route(order, a.shape[-1], v.shape[-1], a.dtype, implementation)
         if order is None:  # past what the kernels index without x64
             return xla_rows(a, v, side=side, out_dtype=out_dtype)
+        on_gpu = platform in rules.GPU_PLATFORMS
         return gpu.search_rows(a, v, side=side, order=order, out_dtype=out_dtype,
-                               implementation=implementation,
-                               interpret=platform not in rules.GPU_PLATFORMS,
-                               platform=platform if platform in rules.GPU_PLATFORMS else None)
+                               implementation=implementation, interpret=not on_gpu,
+                               platform=platform if on_gpu else None)
     if implementation != CYTHON:
         return xla_rows(a, v, side=side, out_dtype=out_dtype)
     if a.dtype in WIDENED_TO_FLOAT32:

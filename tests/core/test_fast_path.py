@@ -15,19 +15,12 @@ from helpers.served import assert_cpu_kernel, assert_gpu_kernels, assert_jnp, se
 import jaxsearch
 from jaxsearch import tuning
 from jaxsearch.core import cpu, gpu
-from jaxsearch.pallas_kernels import BACKENDS
 
 SORTED_V = [None, True, False]
 ORDER = {None: "check", True: "sorted", False: "any"}
-KINDS = {None: {"merge_path", "binary_search"}, True: {"merge_path"}, False: {"binary_search"}}
-
-
-def kinds(sorted_v, implementation):
-    """The kernels a call runs: the checked call runs the backend's checked
-    kernel where it has one (both kinds behind a flag read on the device)."""
-    if sorted_v is None and BACKENDS[implementation].checked is not None:
-        return {"checked"}
-    return KINDS[sorted_v]
+# The kernels a call runs: the checked call runs the backend's checked kernel
+# (both kinds behind a flag read on the device).
+KINDS = {None: {"checked"}, True: {"merge_path"}, False: {"binary_search"}}
 
 A = jnp.linspace(-1.0, 1.0, 100)
 V = jnp.linspace(-1.5, 1.5, 60)
@@ -87,7 +80,7 @@ def test_gpu_implementations_run_their_kernels(sorted_v, implementation):
         pytest.skip(reason)
     assert_gpu_kernels(lambda a, v: jaxsearch.searchsorted(
         a, v, sorted_v=sorted_v, implementation=implementation), A, V,
-        kinds=kinds(sorted_v, implementation), backend=implementation)
+        kinds=KINDS[sorted_v], backend=implementation)
 
 
 def test_triton_implementation_is_checked_elsewhere():
@@ -147,7 +140,7 @@ def test_searchsorted_cumsum_pallas_runs_the_gpu_kernels(sorted_v):
         return jaxsearch.searchsorted_cumsum(w, v, sorted_v=sorted_v, implementation="pallas")
 
     s = served(f, W, V)
-    assert {kind for _, kind in s.gpu_kernels} == kinds(sorted_v, "pallas"), s
+    assert {kind for _, kind in s.gpu_kernels} == KINDS[sorted_v], s
     assert not s.calls, s
 
 

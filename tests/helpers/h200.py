@@ -257,11 +257,11 @@ def cumsum_cases() -> list[dict]:
 
 def search_kernels(case: dict, default: str) -> tuple[int, int]:
     """The GPU kernels one search of a dispatch case compiles to, and its
-    conditionals: as the route gives it, the merge path's partition pass
-    before it where it merges and its default config partitions once, two
-    kernels behind lax.cond where the call is checked and the backend has no
-    checked kernel. `default`: the implementation the dispatch takes where
-    the case names none."""
+    conditionals: one kernel as the route gives it (the checked kernel where
+    the call is checked), the merge path's partition pass before it where it
+    may merge and its default config partitions once, and no conditional.
+    `default`: the implementation the dispatch takes where the case names
+    none."""
     import jax.numpy as jnp
 
     from jaxsearch import pallas_kernels as pk
@@ -273,8 +273,6 @@ def search_kernels(case: dict, default: str) -> tuple[int, int]:
                       dtype, implementation)
     partitions = int(order != "any"
                      and pk.default_merge_path_config(n, m, dtype).partition == "once")
-    if order == "check" and pk.BACKENDS[implementation].checked is None:
-        return 2 + partitions, 1
     return 1 + partitions, 0
 
 

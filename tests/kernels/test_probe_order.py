@@ -15,7 +15,6 @@ from helpers.served import served
 
 import jaxsearch
 from jaxsearch.core import gpu
-from jaxsearch.pallas_kernels import BACKENDS
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*Pallas Triton backend is deprecated:DeprecationWarning"
@@ -69,9 +68,8 @@ def test_unsorted_a_gives_jnps_answers(implementation, case, side, sorted_v):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_sorted_inputs_still_merge(implementation):
     """On sorted a and v the default call still takes the merge path: the
-    order test lets it through (and it answers as jnp). The program holds
-    both kinds: behind lax.cond, or in a checked kernel whose flag is the
-    order test's."""
+    order test lets it through (and it answers as jnp). The program runs
+    the checked kernel, whose flag is the order test's."""
     rng = np.random.default_rng(1)
     a = np.sort(rng.normal(size=150)).astype(np.float32)
     v = np.sort(rng.normal(size=129)).astype(np.float32)
@@ -81,5 +79,4 @@ def test_sorted_inputs_still_merge(implementation):
     kinds = {kind for _, kind in served(
         lambda a, v: jaxsearch.searchsorted(a, v, implementation=implementation), a, v
     ).gpu_kernels}
-    checked = BACKENDS[implementation].checked is not None
-    assert kinds == ({"checked"} if checked else {"merge_path", "binary_search"})
+    assert kinds == {"checked"}

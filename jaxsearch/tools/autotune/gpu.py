@@ -151,7 +151,7 @@ def _sweep_gpu_route(implementation: str, dtype: str, size: int, *, grid: TuneGr
         progress.show(f"gpu route {implementation} {dtype} N={fmt_count(size)} 1:{r}")
         x = make_inputs(Problem(size, max(1, size // r), dtype, True))
         calls = [functools.partial(jax.jit(functools.partial(
-            gpu.search, side="left", order=order, out_dtype=np.dtype(np.int32),
+            gpu.search_rows, side="left", order=order, out_dtype=np.dtype(np.int32),
             implementation=implementation, interpret=interpret)), x.ja, x.jv)
             for order in ("sorted", "any")]
         merge, bisect = _measure_against_numpy(calls, x, grid)
