@@ -1,20 +1,15 @@
 """Tuning: the kernels' thresholds and tile sizes, from the tuning caches
-(`cache`) and the CPU config (`cpu_config`). The library reads them; this
-layer imports neither the library nor the tools (the autotuner, which
-measures them, is a tool).
+(`cache`, whose files `cache_io` reads and writes) and the CPU config
+(`cpu_config`). The library reads them; this layer imports neither the
+library nor the tools (the autotuner, which measures them, is a tool).
 """
 
 from .cache import (
-    CACHE_VERSION,
-    CPU_KERNEL,
     DEFAULT_GPU_BISECT_RATIO,
     GPU_ROUTE_KERNEL,
     IMPLEMENTATION_KERNEL,
-    OP,
     SHIPPED_DIR,
     TUNING_DIR_ENV,
-    CacheEntry,
-    cache_file,
     cache_files,
     choose_cpu_kernel,
     cpu_config,
@@ -23,14 +18,21 @@ from .cache import (
     gpu_bisect_ratio,
     gpu_config,
     gpu_kernel_key,
-    load_entries,
     lookup,
     normalize_device_kind,
-    read_meta,
     resolve_cpu_config,
     tuned_gpu_config,
     tuned_gpu_implementation,
     user_cache_dir,
+)
+from .cache_io import (
+    CACHE_VERSION,
+    CPU_KERNEL,
+    OP,
+    CacheEntry,
+    cache_file,
+    load_entries,
+    read_meta,
     write_cache,
 )
 from .cpu_config import (

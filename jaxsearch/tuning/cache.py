@@ -41,14 +41,12 @@ Cache file format (version 1)::
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
 import os
 import re
-import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,11 +54,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .cache_io import CPU_KERNEL, CacheEntry, cache_file, load_entries
 from .cpu_config import DEFAULT_CPU_CONFIG, CpuConfig, cpu_config_from, cpu_config_override
 
-OP = "searchsorted"
-CACHE_VERSION = 1
-CPU_KERNEL = "cpu"  # the kernel key of CpuConfig entries
 # The kernel key of the entries that name the fastest GPU implementation.
 IMPLEMENTATION_KERNEL = "implementation"
 # The kernel key of the entries that hold the GPU's crossover from the merge
@@ -75,23 +71,6 @@ GPU_ROUTE_KERNEL = "route"
 DEFAULT_GPU_BISECT_RATIO = 64.0
 TUNING_DIR_ENV = "JAXSEARCH_TUNING_DIR"
 SHIPPED_DIR = Path(__file__).parent.parent / "data" / "autotuning"
-
-
-@dataclasses.dataclass(frozen=True)
-class CacheEntry:
-    """One tuned result: the winning config for a kernel, dtype class and bucket."""
-
-    kernel: str
-    dtype: str
-    bucket: Mapping[str, int]
-    config: Mapping[str, Any]
-    times: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    source: str = ""  # the file it came from; empty until written
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry as stored in a cache file."""
-        return {"kernel": self.kernel, "dtype": self.dtype, "bucket": dict(self.bucket),
-                "config": dict(self.config), "times": dict(self.times)}
 
 
 # ---------------------------------------------------------------- keys
@@ -126,7 +105,7 @@ def _bucket_distance(query: Mapping[str, int], bucket: Mapping[str, int]) -> flo
                for k in query.keys() & bucket.keys())
 
 
-# ---------------------------------------------------------------- files
+# ---------------------------------------------------------------- lookup
 
 
 def user_cache_dir() -> Path:
@@ -137,133 +116,9 @@ def user_cache_dir() -> Path:
     return (Path(base) if base else Path.home() / ".cache") / "jaxsearch"
 
 
-def cache_file(root: Path | str, kind: str) -> Path:
-    """Where a cache for device kind `kind` lives under `root`."""
-    return Path(root) / kind / f"{OP}.json"
-
-
 def cache_files(kind: str) -> list[Path]:
     """The cache files searched for `kind`, in lookup order (user, shipped)."""
     return [cache_file(user_cache_dir(), kind), cache_file(SHIPPED_DIR, kind)]
-
-
-_loaded: dict[Path, tuple[int, list[CacheEntry]]] = {}
-_loading = threading.Lock()  # one read, and one set of warnings, per file change
-
-
-def load_entries(path: Path) -> list[CacheEntry]:
-    """The valid entries of one cache file; [] when missing or unreadable.
-
-    Files are re-read only when their modification time changes. A bad cache
-    must never break a search: a malformed file warns and is ignored, a
-    malformed or out-of-range entry warns and is skipped.
-    """
-    mtime = _mtime(path)
-    if mtime is None:
-        return []
-    with _loading:
-        if path not in _loaded or _loaded[path][0] != mtime:
-            _loaded[path] = (mtime, _read_entries(path))
-        return _loaded[path][1]
-
-
-def _mtime(path: Path) -> int | None:
-    """A file's modification time in ns; None when it is missing."""
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
-
-
-def _read_entries(path: Path) -> list[CacheEntry]:
-    """The entries of a cache file, warning about each one skipped (or the file)."""
-    try:
-        data = json.loads(path.read_text())
-        if data.get("version") != CACHE_VERSION:
-            raise ValueError(f"version {data.get('version')!r}, expected {CACHE_VERSION}")
-        if not isinstance(data["entries"], list):
-            raise TypeError(f"entries must be a list, got {data['entries']!r}")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        warnings.warn(f"jaxsearch: ignoring tuning cache {path}: {exc}", RuntimeWarning,
-                      stacklevel=3)
-        return []
-    entries = []
-    for e in data["entries"]:
-        try:
-            entries.append(_entry_from_json(e, str(path)))
-        except (ValueError, KeyError, TypeError) as exc:
-            warnings.warn(f"jaxsearch: ignoring entry ({_entry_key(e)}) of tuning cache "
-                          f"{path}: {_field_error(exc)}", RuntimeWarning, stacklevel=3)
-    return entries
-
-
-def _entry_key(e: object) -> str:
-    """An entry's key as far as it has one: kernel, dtype and bucket."""
-    if not isinstance(e, dict):
-        return repr(e)
-    return ", ".join(f"{k}={e[k]!r}" for k in ("kernel", "dtype", "bucket") if k in e)
-
-
-def _field_error(exc: Exception) -> str:
-    """What is wrong, as readable for a missing key as for a bad value."""
-    return f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) else str(exc)
-
-
-def _entry_from_json(e: Any, source: str) -> CacheEntry:
-    """A cache entry from its JSON form, checked enough that lookups cannot
-    fail; a CPU entry's config must make a valid :class:`CpuConfig`.
-
-    Raises:
-      KeyError: a field is missing.
-      TypeError, ValueError: a field is of the wrong type or out of range.
-    """
-    if not isinstance(e, dict):
-        raise TypeError(f"an entry must be an object, got {e!r}")
-    entry = CacheEntry(kernel=e["kernel"], dtype=e["dtype"], bucket=e["bucket"],
-                       config=e["config"], times=e.get("times", {}), source=source)
-    for name in ("kernel", "dtype"):
-        if not isinstance(getattr(entry, name), str):
-            raise TypeError(f"{name} must be a string, got {getattr(entry, name)!r}")
-    for name in ("bucket", "config", "times"):
-        if not isinstance(getattr(entry, name), dict):
-            raise TypeError(f"{name} must be an object, got {getattr(entry, name)!r}")
-    for dim, size in entry.bucket.items():
-        if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
-            raise ValueError(f"bucket {dim} must be a positive number, got {size!r}")
-    if entry.kernel == CPU_KERNEL:
-        cpu_config_from(entry.config)
-    return entry
-
-
-def write_cache(root: Path | str, kind: str, entries: Sequence[CacheEntry],
-                meta: Mapping[str, Any]) -> Path:
-    """Write `entries` into the cache for `kind` under `root` and return its path.
-
-    Entries already in the file survive unless a new one has the same kernel,
-    dtype class and bucket, so sweeps of different grids add up.
-    """
-    path = cache_file(root, kind)
-
-    def key(e: CacheEntry) -> tuple:
-        return e.kernel, e.dtype, tuple(sorted(e.bucket.items()))
-
-    merged = {key(e): e for e in load_entries(path)}
-    merged.update((key(e), e) for e in entries)
-    data = {"version": CACHE_VERSION, "op": OP, "device_kind": kind, "meta": dict(meta),
-            "entries": [merged[k].to_json() for k in sorted(merged)]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)  # atomic: a concurrent reader never sees half a file
-    return path
-
-
-def read_meta(path: Path) -> dict[str, Any]:
-    """The ``meta`` block of a cache file ({} when missing or unreadable)."""
-    try:
-        return dict(json.loads(path.read_text()).get("meta", {}))
-    except (OSError, ValueError, AttributeError):
-        return {}
 
 
 def lookup(kernel: str, dtype: Any, bucket: Mapping[str, int] | None,
@@ -318,7 +173,8 @@ def cpu_config(n: int | None = None, m: int | None = None,
 
 def choose_cpu_kernel(n: int, m: int, config: CpuConfig | None = None, *,
                       dtype: Any = np.float32) -> str:
-    """The CPU kernel for sorted needles: "merge", "runs" or "bisect"."""
+    """The CPU kernel for sorted needles: "merge", "runs" or "bisect" (the
+    lock-step binary search), as the CPU extension's KERNEL_NAMES has them."""
     c = config or cpu_config(n, m, dtype)
     if n > c.bisect_ratio * max(m, 1):
         return "bisect"
@@ -364,10 +220,11 @@ def tuned_gpu_implementation(n: int, m: int, dtype: Any) -> str | None:
 
 
 def gpu_bisect_ratio(n: int, m: int, dtype: Any) -> float:
-    """Sorted needles take the GPU's binary search, not the merge path, when
-    n exceeds this times m: the tuning cache's crossover for this device
+    """Sorted needles take the GPU's binary_search kernel, not the merge path,
+    when n exceeds this times m: the tuning cache's crossover for this device
     (kernel "route"), else `DEFAULT_GPU_BISECT_RATIO`. A cached value that is
-    not a positive number warns and gives the default."""
+    not a positive number warns and gives the default. (Named, as the
+    route's "bisect_ratio" key is, after the CPU's CpuConfig.bisect_ratio.)"""
     tuned = gpu_config(GPU_ROUTE_KERNEL, n, m, dtype)
     if tuned is None:
         return DEFAULT_GPU_BISECT_RATIO
