@@ -2,7 +2,6 @@
 answers, served by jaxsearch, CLI and saved runs (no timing asserts)."""
 
 import dataclasses
-import json
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +9,6 @@ import numpy as np
 import pytest
 
 from jaxsearch import patched as patched_block
-from jaxsearch import tuning
 from jaxsearch.__main__ import main
 from jaxsearch.tools.bench import patched as bench_patched
 
@@ -48,13 +46,9 @@ def test_run_refuses_under_the_patch():
         bench_patched.run([bench_patched.PatchedProblem("histogram sorted", 1000)])
 
 
-def test_cli_patched_family(tmp_path, capsys):
-    assert main(["bench", "--family", "patched", "--quick", "--repeats", "2",
-                 "--output", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+def test_cli_patched_family(family_run):
+    out, saved, data = family_run.quick("patched")
     assert "stock against jaxsearch.patch()" in out and "resampling step 4x1e3 vmap" in out
-    saved = tmp_path / f"patched_{tuning.device_kind()}.json"
-    data = json.loads(saved.read_text())
     rows = data["results"]
     want = [w.name for w in bench_patched.WORKLOADS]
     assert [r["problem"]["workload"] for r in rows] == want + [
@@ -65,10 +59,7 @@ def test_cli_patched_family(tmp_path, capsys):
         assert row["stock"]["median_s"] > 0 and row["patched"]["median_s"] > 0, row
         histogram = row["problem"]["workload"].startswith("histogram")
         assert (row["numpy"]["median_s"] is not None) == histogram, row
-
-    # Read back through the family's own reader: the very table of the run.
-    assert main(["bench", "--family", "patched", "--replot", str(saved)]) == 0
-    assert capsys.readouterr().out == out.removesuffix(f"wrote json: {saved}\n")
+    family_run.assert_replot_prints("patched", saved, out)
 
 
 def test_cli_fails_where_the_patch_did_not_serve(tmp_path, capsys, monkeypatch):

@@ -1,12 +1,10 @@
 """The resampling benchmark family: inputs, peers, accuracy column, CLI (no timing asserts)."""
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 
-from jaxsearch import tuning
 from jaxsearch.__main__ import main
 from jaxsearch.tools.bench import resampling as rs
 from jaxsearch.tools.bench import resampling_accuracy as accuracy
@@ -77,22 +75,14 @@ def test_numba_peer_matches_a_float32_running_sum():
     assert np.abs(out - np.array(expected)).max() <= 1
 
 
-def test_cli_resampling_family(tmp_path, capsys, monkeypatch):
+def test_cli_resampling_family(tmp_path, capsys, monkeypatch, family_run):
     monkeypatch.setattr(rs, "GRIDS", dataclasses.replace(
         rs.GRIDS, quick=rs.ResamplingGrid(sizes=(300,), batch=(2, 100))))
-    assert main(["bench", "--family", "resampling", "--quick", "--repeats", "2",
-                 "--output", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out, saved, data = family_run.quick("resampling")
     assert "Resampling: median ms per call" in out and "systematic 2x100 vmap" in out
-    saved = tmp_path / f"resampling_{tuning.device_kind()}.json"
-    data = json.loads(saved.read_text())
     assert {r["impl"] for r in data["results"]} >= {rs.HEADLINE, "numpy"}
     assert len(data["results"]) == 6 * len(rs.impls())
-
-    # Read back through the family's own reader: the very table of the run.
-    assert main(["bench", "--family", "resampling", "--replot", str(saved),
-                 "--output", str(tmp_path / "replot")]) == 0
-    assert capsys.readouterr().out == out.removesuffix(f"wrote json: {saved}\n")
+    family_run.assert_replot_prints("resampling", saved, out, "--output", str(tmp_path / "replot"))
     # Without --family the file is not taken for a searchsorted run.
     assert main(["bench", "--replot", str(saved)]) == 2
     assert "--family resampling" in capsys.readouterr().err

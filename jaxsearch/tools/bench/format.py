@@ -25,6 +25,13 @@ def fmt_count(n: int) -> str:
     return f"{mant:g}e{exp}" if abs(mant - round(mant, 1)) < 1e-9 else str(n)
 
 
+def batch_label(name: str, n: int, batch: int) -> str:
+    """A problem's label: `name` and its size n, or, for `batch` > 1 problems
+    under jax.vmap, "<name> <batch>x<n> vmap"."""
+    size = fmt_count(n)
+    return f"{name} {size}" if batch == 1 else f"{name} {batch}x{size} vmap"
+
+
 def fmt_3(x: float) -> str:
     """A positive number with three significant digits and no exponent
     (1234 -> "1234", 1.2345 -> "1.23", 0.0012345 -> "0.00123"), so that a

@@ -28,7 +28,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ... import tuning
 from ...core.api import searchsorted
 from ...core.cumsum import searchsorted_cumsum
 from ..grids import Grids
@@ -36,21 +35,20 @@ from .format import (
     MARKER_TEXT,
     MEDIAN_TEXT,
     Footnotes,
-    fmt_count,
+    batch_label,
     fmt_ms,
     fmt_x,
     format_legend,
     format_table,
     group_by_problem,
-    write_json,
 )
 from .peers import log2_size, uniform_order_statistics
 from .resampling_accuracy import accuracy, reference
 from .timing import (
     Progress,
     Timing,
-    machine_info,
     measure_all,
+    save_run,
     timing_from_json,
     timing_json,
     too_slow,
@@ -75,9 +73,7 @@ class ResamplingProblem:
 
     @property
     def label(self) -> str:
-        size = fmt_count(self.n)
-        return f"{self.scheme} {size}" if self.filters == 1 else \
-            f"{self.scheme} {self.filters}x{size} vmap"
+        return batch_label(self.scheme, self.n, self.filters)
 
 
 def sorted_uniforms(scheme: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -370,7 +366,5 @@ def bench(*, quick: bool, output: Path, repeats: int = 5,
     probs = problems(grid.sizes, grid.batch)
     progress = Progress(len(probs), "resampling")
     results = run(probs, impls(), repeats=repeats, max_call_s=max_call_s, progress=progress)
-    meta = machine_info() | {"family": "resampling", "grid": dataclasses.asdict(grid)}
-    path = write_json(results_json(results, meta),
-                      output / f"resampling_{tuning.device_kind()}.json")
+    path = save_run(functools.partial(results_json, results), "resampling", grid, output)
     return table(results), path

@@ -5,15 +5,14 @@ a side-by-side look at a few problems, and the full benchmark
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ... import tuning
 from ..grids import Grids
-from .format import write_json
 from .peers import (
     Problem,
     copy_impl,
@@ -26,7 +25,7 @@ from .peers import (
 from .plot import plot_results
 from .report import bench_table, main_job_table, results_from_json, results_json
 from .suite import Result, memory_bytes, run_suite
-from .timing import Progress, machine_info
+from .timing import Progress, save_run
 
 
 def main_job_problems(scale: float = 1.0) -> list[Problem]:
@@ -113,11 +112,10 @@ def bench(grid: BenchGrid, output: Path) -> tuple[str, dict[str, Path]]:
     progress = Progress(len(problems), "bench")
     results = run_suite(problems, impls, repeats=grid.repeats, budget_s=grid.budget_s,
                         max_call_s=grid.max_call_s, progress=progress)
-    kind = tuning.device_kind()
-    meta = machine_info() | {"family": "searchsorted", "grid": dataclasses.asdict(grid)}
-    paths = {"json": write_json(results_json(results, meta), output / f"bench_{kind}.json")}
+    paths = {"json": save_run(functools.partial(results_json, results), "searchsorted", grid,
+                              output, stem="bench")}
     try:
-        paths["png"] = plot_results(results, output / f"bench_{kind}.png")
+        paths["png"] = plot_results(results, paths["json"].with_suffix(".png"))
     except ImportError:
         print("matplotlib is not installed, so no plot was written; install it with "
               "`pip install 'jaxsearch[bench]'` (or `pip install matplotlib`).",

@@ -3,7 +3,7 @@
 Everything that times something goes through :func:`measure_all` (warm-up,
 then medians of repeated, blocked calls, interleaved across the callables
 compared); :class:`Progress` reports how far a long run is, and
-:func:`machine_info` records where it ran.
+:func:`machine_info` records where it ran (:func:`save_run`, with the run).
 
 Ratios, never absolute times, are what carry between runs: the machines are
 shared and noisy, so every comparison is measured side by side in one run.
@@ -28,8 +28,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from ... import tuning
 from ..._version import __version__
 from ...core import cpu
+from .format import write_json
 
 # ---------------------------------------------------------------- machine
 
@@ -61,6 +63,15 @@ def machine_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "jaxsearch": __version__,
     }
+
+
+def save_run(rows: Callable[[dict[str, Any]], dict[str, Any]], family: str, grid: Any,
+             output: Path, stem: str | None = None) -> Path:
+    """Write a family's run into `output` as <stem>_<device kind>.json (stem:
+    the family's name) and return its path: `rows(meta)`, the meta naming
+    where it ran (:func:`machine_info`), the family and its grid."""
+    meta = machine_info() | {"family": family, "grid": dataclasses.asdict(grid)}
+    return write_json(rows(meta), output / f"{stem or family}_{tuning.device_kind()}.json")
 
 
 # ---------------------------------------------------------------- progress
