@@ -62,12 +62,13 @@ import argparse
 import dataclasses
 import json
 import math
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_sass, when a test loads this file
 
+from gpu_sass import Sass, read_sass  # noqa: E402
 from helpers import h200  # noqa: E402  (tests/helpers/h200.py: the H200 and its worker)
 
 SMS, SCHEDULERS, CLOCK_HZ = 132, 4, 1.98e9
@@ -84,80 +85,6 @@ CASES = {"sorted, N = M = 1e8": (10**8, 10**8, True),
          "unsorted, N = M = 1e8": (10**8, 10**8, False),
          "sorted, N = 1e8, M = 1e3": (10**8, 10**3, True),
          "sorted, N = 1e3, M = 1e8": (10**3, 10**8, True)}
-
-
-# ------------------------------------------------------------------ the SASS
-
-
-@dataclasses.dataclass
-class Loop:
-    """A loop of the SASS: its first and last instruction's address."""
-
-    start: int
-    end: int
-    depth: int = 0
-    instructions: int = 0  # in its own body, not counting inner loops'
-    loads: list[int] = dataclasses.field(default_factory=list)  # bytes per lane, each LDG
-    stores: list[int] = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass
-class Sass:
-    """One kernel's SASS, read: its loops (in address order) and what lies
-    outside them."""
-
-    loops: list[Loop]
-    instructions: int  # outside every loop
-    loads: list[int]
-    stores: list[int]
-    rounds_before_store: list[int | None]  # per load before the first store: its loop, or None
-
-
-_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
-_LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)
-_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
-_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
-
-
-def _width(op: str) -> int:
-    """Bytes per lane of an LDG or STG from its suffixes (32 bits by default)."""
-    return next((_WIDTH[part] for part in op.split(".")[1:] if part in _WIDTH), 4)
-
-
-def read_sass(text: str) -> Sass:
-    """The loops, instructions, loads and stores of one kernel's SASS."""
-    labels, instructions = {}, []
-    position = 0
-    for line in text.splitlines():
-        if label := _LABEL.match(line):
-            labels[label.group(1)] = position
-        elif found := _INSTRUCTION.search(line):
-            address, _, op, operands = found.groups()
-            instructions.append((int(address, 16), op, operands))
-            position = int(address, 16) + 16
-    loops = []
-    for address, op, operands in instructions:
-        target = _TARGET.search(operands)
-        if op.startswith("BRA") and target and labels.get(target.group(1), address + 1) < address:
-            loops.append(Loop(labels[target.group(1)], address))
-    loops.sort(key=lambda loop: (loop.start, -loop.end))
-    for loop in loops:
-        loop.depth = sum(1 for outer in loops if outer is not loop
-                         and outer.start <= loop.start and loop.end <= outer.end)
-    outside = Loop(-1, -1)
-    first_store = min((a for a, op, _ in instructions if op.startswith("STG")), default=None)
-    rounds = []
-    for address, op, _ in instructions:
-        inner = [lp for lp in loops if lp.start <= address <= lp.end]
-        home = max(inner, key=lambda lp: lp.depth) if inner else outside
-        home.instructions += 1
-        if op.startswith("LDG"):
-            home.loads.append(_width(op))
-            if first_store is None or address < first_store:
-                rounds.append(loops.index(home) if inner else None)
-        elif op.startswith("STG"):
-            home.stores.append(_width(op))
-    return Sass(loops, outside.instructions, outside.loads, outside.stores, rounds)
 
 
 # ------------------------------------------------------------------ the model
@@ -364,14 +291,16 @@ def cost_rows() -> list[dict]:
         configs = {"merge_path": pk.default_merge_path_config(n, m, jnp.float32),
                    "binary_search": pk.default_binary_search_config(n, m, jnp.float32)}
         now = {kind: dataclasses.asdict(config) for kind, config in configs.items()}
-        # Bisect: the partition pass, then a binary search per needle in its
-        # tile (the default before the serial merge); before: each merge
-        # program searched its own boundaries too.
-        bisect = {**now, "merge_path": dataclasses.asdict(
+        # The row "bisect": the partition pass, then the merge path's method
+        # "bisect", a binary search per needle in its tile (the default
+        # before the serial merge); before: each merge program searched its
+        # own boundaries too.
+        bisect_method = {**now, "merge_path": dataclasses.asdict(
             pk.default_bisect_config(n, m, jnp.float32))}
-        before = {**now, "merge_path": {**bisect["merge_path"], "partition": "per_program"}}
+        before = {**now, "merge_path": {**bisect_method["merge_path"],
+                                        "partition": "per_program"}}
         kernels = _kernels(n, m, sorted_v)
-        configs_of = {"before": before, "bisect": bisect, "now": now}
+        configs_of = {"before": before, "bisect": bisect_method, "now": now}
         cases = [_compile_case(kernel, configs_of[when], sorted_v)
                  for when, (kernel, _) in kernels.items()]
         floor_bytes = (n + m) * 4 + m * 4
