@@ -1,5 +1,6 @@
 """Every private jax name the kernels use, in one place, so that a jax
 upgrade has one file to break. Each was checked on jax 0.10.2 and 0.12.0.1.
+The one private Triton name they read is here too (`triton_interpreted`).
 
 (jaxsearch's library has the same kind of module for its own:
 `jaxsearch/core/jax_private.py`; the kernels import nothing from it, since
@@ -55,3 +56,10 @@ def compute_capability() -> tuple[int, int] | None:
             major, _, minor = str(capability).partition(".")
             return int(major), int(minor.split(".")[0] or 0)
     return None
+
+
+def triton_interpreted(kernel) -> bool:
+    """Whether a Triton kernel was decorated for Triton's interpreter
+    (TRITON_INTERPRET=1): by its class's name, which asks nothing of a
+    stand-in kernel and imports no triton. Checked on triton 3.9."""
+    return type(kernel).__name__ == "InterpretedFunction"

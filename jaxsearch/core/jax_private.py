@@ -23,6 +23,25 @@ from jax._src.sharding_impls import GSPMDSharding
 from jax.sharding import NamedSharding, PartitionSpec
 
 
+def lowers_for_export(ctx) -> bool:
+    """Whether a lowering rule's context lowers for `jax.export` (its
+    module's lowering parameters, `for_export`)."""
+    return bool(getattr(getattr(ctx.module_context, "lowering_parameters", None),
+                        "for_export", False))
+
+
+def lowering_platforms(ctx) -> tuple[str, ...]:
+    """The platforms a lowering rule's module lowers for: several where
+    `jax.export` lowers for several at once."""
+    return tuple(ctx.module_context.platforms)
+
+
+def manual_axes(ctx) -> frozenset[str]:
+    """The mesh axes a lowering rule's context is manual over (those of an
+    enclosing `shard_map`); empty outside one."""
+    return frozenset(getattr(ctx.module_context.axis_context, "manual_axes", None) or ())
+
+
 def replicated(sharding):
     """A sharding that replicates over the devices of `sharding` (a
     custom_partitioning rule's operand sharding, which may have no mesh)."""
@@ -62,5 +81,6 @@ def vary_alike(*xs):
     return tuple(None if x is None else cast(x) for x in xs)
 
 
-__all__ = ["apply_primitive", "get_concrete_mesh", "prim_requires_devices_during_lowering",
-           "replicated", "vary_alike", "varying_as"]
+__all__ = ["apply_primitive", "get_concrete_mesh", "lowering_platforms", "lowers_for_export",
+           "manual_axes", "prim_requires_devices_during_lowering", "replicated", "vary_alike",
+           "varying_as"]

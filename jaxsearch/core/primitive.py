@@ -133,9 +133,8 @@ def search_local(a, v, *, needle_ndim, search_rows=rows.rows_p.bind, **params):
 
 
 def _lower_partitioned(ctx, a, v, **params):
-    module = ctx.module_context
-    if len(module.platforms) > 1 or rules.lowers_for_export(ctx) or \
-            getattr(module.axis_context, "manual_axes", None):
+    if len(jax_private.lowering_platforms(ctx)) > 1 or jax_private.lowers_for_export(ctx) or \
+            jax_private.manual_axes(ctx):
         # jax.export: the partitioning call refers to this process's Python
         # callbacks and cannot be serialized. Inside a shard_map the body
         # gets each device's pieces already (jax's own rule covers only a

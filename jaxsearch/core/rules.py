@@ -70,7 +70,7 @@ def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable
         portable = mlir.lower_fun(for_export, multiple_results=False)
 
         def lower(ctx, *args, **params):
-            if params.get("portable") and lowers_for_export(ctx):
+            if params.get("portable") and jax_private.lowers_for_export(ctx):
                 return portable(ctx, *args, **params)
             return lowered(ctx, *args, **params)
         return lower
@@ -81,12 +81,6 @@ def register_lowerings(primitive: Primitive, *, default: Callable, cpu: Callable
     for platform in GPU_PLATFORMS:
         fn = gpu[platform] if isinstance(gpu, Mapping) else gpu
         mlir.register_lowering(primitive, rule(fn), platform=platform)
-
-
-def lowers_for_export(ctx) -> bool:
-    """Whether a lowering rule's context lowers for `jax.export`."""
-    return bool(getattr(getattr(ctx.module_context, "lowering_parameters", None),
-                        "for_export", False))
 
 
 def map_rows(row_fn: Callable, a: jax.Array, v: jax.Array) -> jax.Array:
