@@ -240,6 +240,13 @@ def by_ids(body):
     return lambda *refs: body(program_id(jnp.int32), warpgroup_id(jnp.int32), *refs)
 
 
+def with_absent(refs, *, first, last):
+    """A kernel's `refs` with None in place of an optional first (last) ref
+    it was not given (`first`, `last`: whether it was), to unpack by name:
+    a ref too many or too few then fails."""
+    return (*(() if first else (None,)), *refs, *(() if last else (None,)))
+
+
 def warpgroups(num_warps, needles):
     """Warpgroups per program for a config's `num_warps`, at most one per 128
     of its `needles`."""

@@ -25,23 +25,23 @@ from . import _common as mc
 from . import binary_search, merge_path
 
 
-def _checked_program(program, warpgroup, flag_ref, *refs, merge, merge_programs,
-                     merge_warpgroups, merge_scratch, bisect, bisect_programs,
+def _checked_program(program, warpgroup, flag_ref, *refs, merge, merge_partitioned, merge_staged,
+                     merge_programs, merge_warpgroups, bisect, bisect_programs,
                      bisect_warpgroups):
-    # refs: the merge path's operands (its splits, where it partitions
-    # first, then a and its v), binary search's v, the output, then the
-    # merge path's `merge_scratch` shared memory refs.
-    *merge_refs, bisect_v_ref, o_ref = refs[:len(refs) - merge_scratch]
-    scratch_refs = refs[len(refs) - merge_scratch:]
+    # refs: the merge path's operands (its splits where `merge_partitioned`,
+    # then a and its v), binary search's v, the output, then the merge
+    # path's shared memory where `merge_staged`.
+    splits_ref, a_ref, merge_v_ref, bisect_v_ref, o_ref, smem_ref = mc.with_absent(
+        refs, first=merge_partitioned, last=merge_staged)
     merging = flag_ref[0] != 0
 
     @pl.when(merging & (program < merge_programs) & (warpgroup < merge_warpgroups))
     def _():
-        merge(program, warpgroup, *merge_refs, o_ref, *scratch_refs)
+        merge(program, warpgroup, splits_ref, a_ref, merge_v_ref, o_ref, smem_ref)
 
     @pl.when((~merging) & (program < bisect_programs) & (warpgroup < bisect_warpgroups))
     def _():
-        bisect(program, warpgroup, merge_refs[-2], bisect_v_ref, o_ref)
+        bisect(program, warpgroup, a_ref, bisect_v_ref, o_ref)
 
 
 @checked_wrapper(kernels="the Pallas Mosaic GPU kernels",
@@ -60,10 +60,11 @@ def mosaic_checked_searchsorted(a, v, merging, *, side, out_dtype, merge_config,
     shared = merge_path.scratch(merge_config, merge_lanes, keys)
     kernel = functools.partial(
         _checked_program,
-        merge=merge_path.program(merge_config, side, merge_lanes, staged=bool(shared)),
+        merge=merge_path.program(merge_config, side, merge_lanes),
+        merge_partitioned=merge_path.partitioned(merge_config),
+        merge_staged=bool(shared),
         merge_programs=merge_programs,
         merge_warpgroups=merge_warpgroups,
-        merge_scratch=len(shared),
         bisect=binary_search.program(bisect_config, side, bisect_lanes),
         bisect_programs=bisect_programs,
         bisect_warpgroups=bisect_warpgroups,

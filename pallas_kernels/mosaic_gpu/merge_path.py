@@ -35,11 +35,11 @@ from . import partition
 _BLOCK = 4 * mc.LANES
 
 
-def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side, staged):
-    # refs: the partition pass's splits (`partition.splits`) where it ran,
-    # then a, v and the output; then, `staged`, the shared memory (`scratch`).
-    refs, smem_ref = (refs[:-1], refs[-1]) if staged else (refs, None)
-    splits_ref, (a_ref, v_ref, o_ref) = (refs[0], refs[1:]) if len(refs) == 4 else (None, refs)
+def _merge_path_program(program, warpgroup, splits_ref, a_ref, v_ref, o_ref, smem_ref, *, tile,
+                        lanes, threads, side):
+    # splits_ref: the partition pass's splits (`partition.splits`), None
+    # where it did not run; smem_ref: the shared memory (`scratch`), None
+    # where there is none.
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
     program = program.astype(idx)
@@ -57,7 +57,7 @@ def _merge_path_program(program, warpgroup, *refs, tile, lanes, threads, side, s
     # negative length; clamping keeps every index in range.
     na = jnp.maximum(i1 - i0, 0)
     nv = jnp.maximum(d1 - i1 - j0, 0)
-    if staged:  # the slice's keys, from the start of a span of `count` that holds it
+    if smem_ref is not None:  # the slice's keys, from the start of a span of `count` that holds it
         count = smem_ref.shape[0] // threads
         load_a = lanes.stage(a_ref, mc.window(i0, count, n), smem_ref,
                              warpgroup.astype(idx) * count, count)
@@ -103,7 +103,7 @@ def mosaic_merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
     lanes = needle_lanes(config, a.dtype, interpret)
     a, v = mc.kernel_operands(a, v, lanes)
     shared = scratch(config, lanes, a)
-    return mc.launch(mc.by_ids(program(config, side, lanes, staged=bool(shared))),
+    return mc.launch(mc.by_ids(_kernel(config, side, lanes, staged=bool(shared))),
                      *operands(a, v, config, side, lanes, interpret),
                      needles=m, out_dtype=out_dtype,
                      grid=programs(a.shape[0], v.shape[0], config), threads=warpgroups(config),
@@ -125,7 +125,7 @@ def operands(a, v, config, side, lanes, interpret, merging=None):
     gives them: (a, v), after the partition pass's splits where
     `config.partition` is 'once' (run only where the checked kernel's flag
     `merging`, if given, picks the merge path)."""
-    if config.partition == "per_program":
+    if not partitioned(config):
         return a, v
     return partition.splits(a, v, dtype=lanes.dtype, tile=config.tile, side=side,
                             interpret=interpret, merging=merging), a, v
@@ -142,13 +142,32 @@ def scratch(config, lanes, a):
     return [mc.shared(warpgroups(config) * min(config.tile, n), lanes.key_dtype(a.dtype))]
 
 
-def program(config, side, lanes, *, staged):
+def partitioned(config):
+    """Whether the partition pass runs before the merge programs."""
+    return config.partition != "per_program"
+
+
+def program(config, side, lanes):
     """The body of one warpgroup of a merge program, `body(program, warpgroup,
-    *refs, o_ref, *scratch_refs)` for the refs of `operands` and of
-    `scratch` (`staged`: whether it gave any), for `config` and `lanes`
-    (`needle_lanes`)."""
+    splits_ref, a_ref, v_ref, o_ref, smem_ref)`, for `config` and `lanes`
+    (`needle_lanes`): the refs of `operands` (`splits_ref` None where it
+    gives no splits), the output, and the shared memory of `scratch` (None
+    where it gives none)."""
     return functools.partial(_merge_path_program, tile=config.tile, lanes=lanes,
-                             threads=warpgroups(config), side=side, staged=staged)
+                             threads=warpgroups(config), side=side)
+
+
+def _kernel(config, side, lanes, *, staged):
+    """`program` as the body of a kernel of the refs of `operands`, the
+    output, then those of `scratch` (`staged`: whether it gave any)."""
+    body = program(config, side, lanes)
+
+    def kernel(program, warpgroup, *refs):
+        splits_ref, a_ref, v_ref, o_ref, smem_ref = mc.with_absent(
+            refs, first=partitioned(config), last=staged)
+        body(program, warpgroup, splits_ref, a_ref, v_ref, o_ref, smem_ref)
+
+    return kernel
 
 
 def programs(n, m, config):

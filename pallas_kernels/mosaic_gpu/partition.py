@@ -27,13 +27,13 @@ from .. import _bisect
 from . import _common as mc
 
 
-def _partition_kernel(*refs, tile, lanes, side):
-    # refs: the checked kernel's flag where there is one, then a, v, splits.
+def _partition_kernel(*refs, tile, lanes, side, flagged):
+    # refs: the checked kernel's flag where `flagged`, then a, v, splits.
     body = functools.partial(_partition, mc.program_id(jnp.int32), tile=tile, lanes=lanes,
                              side=side)
-    if len(refs) == 4:
-        flag_ref, *refs = refs
-        pl.when(flag_ref[0] != 0)(lambda: body(*refs))
+    if flagged:
+        flag_ref, a_ref, v_ref, s_ref = refs
+        pl.when(flag_ref[0] != 0)(lambda: body(a_ref, v_ref, s_ref))
     else:
         body(*refs)
 
@@ -70,7 +70,8 @@ def splits(a, v, *, dtype, tile, side, interpret, merging=None):
     lanes = mc.Lanes(mc.LANES, dtype, interpret)
     length = max(-(-(n + m) // tile) + 1, lanes.size)
     return mc.call(
-        functools.partial(_partition_kernel, tile=tile, lanes=lanes, side=side),
+        functools.partial(_partition_kernel, tile=tile, lanes=lanes, side=side,
+                          flagged=merging is not None),
         *([] if merging is None else [merging]),
         a,
         v,

@@ -40,6 +40,14 @@ def by_program_id(body):
     return lambda *refs: body(pl.program_id(0), *refs)
 
 
+def launch_program(body, operands, config, grid, *, out_dtype, interpret, name):
+    """`launch` of one kind's search: `body(program, *operand_refs, o_ref)`
+    over `grid` programs, with `config`'s warps and pipeline stages."""
+    return launch(by_program_id(body), *operands, out_dtype=out_dtype, grid=grid,
+                  num_warps=config.num_warps, num_stages=config.num_stages,
+                  interpret=interpret, name=name)
+
+
 def launch(kernel, *operands, out_dtype, grid, num_warps, num_stages, interpret, name):
     """Runs `kernel(*operand_refs, o_ref)` on the Triton backend; the last
     operand is the needles, whose shape the answers take.

@@ -34,17 +34,9 @@ def _binary_search_kernel(program, a_ref, v_ref, o_ref, *, block, side):
 @searchsorted_wrapper(BINARY_SEARCH, kernel="the Pallas Triton binary-search kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def binary_search_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _common.launch(
-        _common.by_program_id(program(config, side)),
-        a,
-        v,
-        out_dtype=out_dtype,
-        grid=programs(a.shape[0], v.shape[0], config),
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        interpret=interpret,
-        name="binary_search_searchsorted",
-    )
+    return _common.launch_program(program(config, side), (a, v), config,
+                                  programs(a.shape[0], v.shape[0], config), out_dtype=out_dtype,
+                                  interpret=interpret, name="binary_search_searchsorted")
 
 
 def program(config, side):

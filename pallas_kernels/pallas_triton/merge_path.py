@@ -107,10 +107,10 @@ def _serial_merge(a_ref, v_ref, o_ref, i0, j0, na, nv, *, tile, items, side):
     return (misses == 0) & (jnp.max(through) == nv)
 
 
-def _merge_path_kernel(program, *refs, tile, method, chunk, items, side):
-    # refs: the partition pass's splits (`partition.splits`) where it ran,
-    # then a, v and the output.
-    splits_ref, (a_ref, v_ref, o_ref) = (refs[0], refs[1:]) if len(refs) == 4 else (None, refs)
+def _merge_path_kernel(program, *refs, tile, method, chunk, items, side, partitioned):
+    # refs: the partition pass's splits (`partition.splits`) where
+    # `partitioned`, then a, v and the output.
+    splits_ref, a_ref, v_ref, o_ref = refs if partitioned else (None, *refs)
     n, m = a_ref.shape[0], v_ref.shape[0]
     idx = _bisect.index_dtype(n + m + tile)
     d0 = jnp.minimum(program.astype(idx) * tile, n + m)
@@ -172,23 +172,22 @@ def _merge_path_kernel(program, *refs, tile, method, chunk, items, side):
 @searchsorted_wrapper(MERGE_PATH, kernel="the Pallas Triton merge-path kernel",
                       interpreter="the Pallas interpreter (any backend)")
 def merge_path_searchsorted(a, v, *, side, out_dtype, config, interpret):
-    return _common.launch(
-        _common.by_program_id(program(config, side)),
-        *operands(a, v, config, side, interpret),
-        out_dtype=out_dtype,
-        grid=programs(a.shape[0], v.shape[0], config),
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        interpret=interpret,
-        name="merge_path_searchsorted",
-    )
+    return _common.launch_program(program(config, side), operands(a, v, config, side, interpret),
+                                  config, programs(a.shape[0], v.shape[0], config),
+                                  out_dtype=out_dtype, interpret=interpret,
+                                  name="merge_path_searchsorted")
+
+
+def _partitioned(config):
+    """Whether the partition pass runs before the merge programs."""
+    return config.partition != "per_program"
 
 
 def operands(a, v, config, side, interpret, merging=None):
     """What the merge-path program reads: (a, v), after the partition pass's
     splits where `config.partition` is 'once' (run only where the checked
     kernel's flag `merging`, if given, picks the merge path)."""
-    if config.partition == "per_program":
+    if not _partitioned(config):
         return a, v
     return partition.splits(a, v, tile=config.tile, side=side, interpret=interpret,
                             merging=merging), a, v
@@ -199,7 +198,7 @@ def program(config, side):
     refs of `operands`, for `config`."""
     return functools.partial(
         _merge_path_kernel, tile=config.tile, method=config.method, chunk=config.chunk,
-        items=config.items, side=side,
+        items=config.items, side=side, partitioned=_partitioned(config),
     )
 
 

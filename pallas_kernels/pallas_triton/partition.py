@@ -29,14 +29,14 @@ from . import _common
 _BLOCK = 128  # boundaries per program, one lane each
 
 
-def _partition_kernel(*refs, tile, side):
-    # refs: the checked kernel's flag where there is one, then a, v, splits.
+def _partition_kernel(*refs, tile, side, flagged):
+    # refs: the checked kernel's flag where `flagged`, then a, v, splits.
     # The program id is read here: Pallas' interpreter replaces it at the
     # kernel's top level only.
     body = functools.partial(_partition, pl.program_id(0), tile=tile, side=side)
-    if len(refs) == 4:
-        flag_ref, *refs = refs
-        pl.when(jnp.max(flag_ref[...]) != 0)(lambda: body(*refs))
+    if flagged:
+        flag_ref, a_ref, v_ref, s_ref = refs
+        pl.when(jnp.max(flag_ref[...]) != 0)(lambda: body(a_ref, v_ref, s_ref))
     else:
         body(*refs)
 
@@ -71,7 +71,7 @@ def splits(a, v, *, tile, side, interpret, merging=None):
     _bisect.check_extent(n + m + tile)
     count = -(-(n + m) // tile) + 1
     return pl.pallas_call(
-        functools.partial(_partition_kernel, tile=tile, side=side),
+        functools.partial(_partition_kernel, tile=tile, side=side, flagged=merging is not None),
         out_shape=jax.ShapeDtypeStruct((count,), _bisect.index_dtype(n + m + tile)),
         grid=(-(-count // _BLOCK),),
         compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=1),
