@@ -4,8 +4,8 @@ Importing this package imports neither triton nor jax-triton: the kernels
 load on their first call (see `searchsorted.py`).
 """
 
+from .probe import triton_available
 from .searchsorted import (
-    triton_available,
     triton_binary_search_searchsorted,
     triton_checked_searchsorted,
     triton_merge_path_searchsorted,

@@ -168,10 +168,16 @@ def row_start(ptr, stride):
 
 
 @triton.jit
-def batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride):
-    """The pointers of this program's batch row: `a` and `v` at their row
-    strides, the output contiguous, one row of `m` per batch element."""
-    return row_start(a_ptr, a_stride), row_start(v_ptr, v_stride), row_start(o_ptr, m)
+def row_program(a_ptr, v_ptr, o_ptr, n, m, a_stride, v_stride, WIDE: tl.constexpr):
+    """Where every answering kernel starts: the pointers of this program's
+    batch row (`a` and `v` at their row strides, the output contiguous, one
+    row of `m` per batch element), then `n`, `m` and the program's id along
+    grid axis 0, in the index type."""
+    a_ptr = row_start(a_ptr, a_stride)
+    v_ptr = row_start(v_ptr, v_stride)
+    o_ptr = row_start(o_ptr, m)
+    return (a_ptr, v_ptr, o_ptr, as_index(n, WIDE), as_index(m, WIDE),
+            as_index(tl.program_id(0), WIDE))
 
 
 @triton.jit

@@ -11,29 +11,13 @@ jnp's answers. Grid: (ceil(M / BLOCK), batch).
 import triton
 import triton.language as tl
 
-from ._common import (
-    as_index,
-    batch_row,
-    load_needles,
-    probe_search,
-    store_answers,
-)
+from ._common import load_needles, probe_search, row_program, store_answers
 
 
 @triton.jit
-def binary_search_kernel(
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    a_stride,
-    v_stride,
-    o_ptr,
-    BLOCK: tl.constexpr,
-    STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def binary_search_kernel(a_ptr, v_ptr, n, m, a_stride, v_stride, o_ptr,
+                         BLOCK: tl.constexpr, STEPS: tl.constexpr, LEFT: tl.constexpr,
+                         WIDE: tl.constexpr):
     """o[j] = the number of `a` elements that precede v[j] (LEFT: a < v,
     else a <= v), for the BLOCK needles of this program.
 
@@ -45,9 +29,9 @@ def binary_search_kernel(
       o_ptr: int32 or int64 answers, m per row.
       WIDE: int64 positions (n or m + BLOCK passes 2**31 - 1).
     """
-    a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
-    search_block(a_ptr, v_ptr, o_ptr, as_index(n, WIDE), as_index(m, WIDE),
-                 as_index(tl.program_id(0), WIDE), BLOCK, STEPS, LEFT)
+    a_ptr, v_ptr, o_ptr, n, m, program = row_program(a_ptr, v_ptr, o_ptr, n, m, a_stride,
+                                                     v_stride, WIDE)
+    search_block(a_ptr, v_ptr, o_ptr, n, m, program, BLOCK, STEPS, LEFT)
 
 
 @triton.jit

@@ -17,7 +17,7 @@ kernel the flag picks.
 import triton
 import triton.language as tl
 
-from ._common import as_index, batch_row, boundary_count, row_start
+from ._common import boundary_count, row_program, row_start
 from .binary_search import search_block
 from .merge_path import merge_program
 from .partition import partition_kernel
@@ -35,10 +35,8 @@ def _checked(s_ptr, f_ptr, a_ptr, v_ptr, n, m, f_stride, a_stride, v_stride, o_p
              SERIAL: tl.constexpr, ITEMS: tl.constexpr, DIAG_STEPS: tl.constexpr,
              BLOCK: tl.constexpr, STEPS: tl.constexpr, LEFT: tl.constexpr, WIDE: tl.constexpr):
     merging = _merging(f_ptr, f_stride)
-    a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
-    n = as_index(n, WIDE)
-    m = as_index(m, WIDE)
-    program = as_index(tl.program_id(0), WIDE)
+    a_ptr, v_ptr, o_ptr, n, m, program = row_program(a_ptr, v_ptr, o_ptr, n, m, a_stride,
+                                                     v_stride, WIDE)
     # Programs are compared with each kernel's program count, not their
     # offsets: program * TILE may pass the index type where the binary
     # search's grid is the larger.
@@ -51,27 +49,11 @@ def _checked(s_ptr, f_ptr, a_ptr, v_ptr, n, m, f_stride, a_stride, v_stride, o_p
 
 
 @triton.jit
-def checked_kernel(
-    f_ptr,
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    f_stride,
-    a_stride,
-    v_stride,
-    o_ptr,
-    TILE: tl.constexpr,
-    BISECT: tl.constexpr,
-    CHUNK: tl.constexpr,
-    SERIAL: tl.constexpr,
-    ITEMS: tl.constexpr,
-    DIAG_STEPS: tl.constexpr,
-    BLOCK: tl.constexpr,
-    STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def checked_kernel(f_ptr, a_ptr, v_ptr, n, m, f_stride, a_stride, v_stride, o_ptr,
+                   TILE: tl.constexpr, BISECT: tl.constexpr, CHUNK: tl.constexpr,
+                   SERIAL: tl.constexpr, ITEMS: tl.constexpr, DIAG_STEPS: tl.constexpr,
+                   BLOCK: tl.constexpr, STEPS: tl.constexpr, LEFT: tl.constexpr,
+                   WIDE: tl.constexpr):
     """`merge_path_kernel` (TILE, BISECT, CHUNK, SERIAL, ITEMS, DIAG_STEPS)
     where this row's flag `f_ptr[r * f_stride]` is nonzero, else
     `binary_search_kernel` (BLOCK, STEPS). WIDE: int64 positions where
@@ -81,27 +63,11 @@ def checked_kernel(
 
 
 @triton.jit
-def checked_partitioned_kernel(
-    s_ptr,
-    f_ptr,
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    f_stride,
-    a_stride,
-    v_stride,
-    o_ptr,
-    TILE: tl.constexpr,
-    BISECT: tl.constexpr,
-    CHUNK: tl.constexpr,
-    SERIAL: tl.constexpr,
-    ITEMS: tl.constexpr,
-    BLOCK: tl.constexpr,
-    STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def checked_partitioned_kernel(s_ptr, f_ptr, a_ptr, v_ptr, n, m, f_stride, a_stride, v_stride,
+                               o_ptr, TILE: tl.constexpr, BISECT: tl.constexpr,
+                               CHUNK: tl.constexpr, SERIAL: tl.constexpr, ITEMS: tl.constexpr,
+                               BLOCK: tl.constexpr, STEPS: tl.constexpr, LEFT: tl.constexpr,
+                               WIDE: tl.constexpr):
     """`checked_kernel` whose merge path reads its splits from `s_ptr`, the
     output of `checked_partition_kernel` (unwritten where the flag is 0,
     and then unread)."""
@@ -110,22 +76,9 @@ def checked_partitioned_kernel(
 
 
 @triton.jit
-def checked_partition_kernel(
-    f_ptr,
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    f_stride,
-    a_stride,
-    v_stride,
-    s_ptr,
-    TILE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    DIAG_STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def checked_partition_kernel(f_ptr, a_ptr, v_ptr, n, m, f_stride, a_stride, v_stride, s_ptr,
+                             TILE: tl.constexpr, BLOCK: tl.constexpr, DIAG_STEPS: tl.constexpr,
+                             LEFT: tl.constexpr, WIDE: tl.constexpr):
     """`partition_kernel` where this row's flag is nonzero; nothing (no
     search, no store) where binary search answers instead."""
     if _merging(f_ptr, f_stride):

@@ -30,8 +30,6 @@ import triton
 import triton.language as tl
 
 from ._common import (
-    as_index,
-    batch_row,
     bisect,
     bit_length,
     boundary_count,
@@ -39,6 +37,7 @@ from ._common import (
     load_needles,
     order_key,
     precedes,
+    row_program,
     row_start,
     store_answers,
 )
@@ -195,23 +194,10 @@ def merge_program(
 
 
 @triton.jit
-def merge_path_kernel(
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    a_stride,
-    v_stride,
-    o_ptr,
-    TILE: tl.constexpr,
-    BISECT: tl.constexpr,
-    CHUNK: tl.constexpr,
-    SERIAL: tl.constexpr,
-    ITEMS: tl.constexpr,
-    DIAG_STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def merge_path_kernel(a_ptr, v_ptr, n, m, a_stride, v_stride, o_ptr,
+                      TILE: tl.constexpr, BISECT: tl.constexpr, CHUNK: tl.constexpr,
+                      SERIAL: tl.constexpr, ITEMS: tl.constexpr, DIAG_STEPS: tl.constexpr,
+                      LEFT: tl.constexpr, WIDE: tl.constexpr):
     """o[j] = the number of `a` elements that precede v[j], for the needles of
     this program's tile of the merged sequence; the program searches its own
     two tile boundaries (`partition="per_program"`).
@@ -228,37 +214,22 @@ def merge_path_kernel(
       DIAG_STEPS: halvings of the diagonal search, min(n, m).bit_length().
       WIDE: int64 positions (n + m + TILE passes 2**31 - 1).
     """
-    a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
-    n = as_index(n, WIDE)
-    m = as_index(m, WIDE)
-    merge_program(None, a_ptr, v_ptr, o_ptr, n, m, as_index(tl.program_id(0), WIDE), TILE, BISECT,
-                  CHUNK, SERIAL, ITEMS, DIAG_STEPS, LEFT)
+    a_ptr, v_ptr, o_ptr, n, m, program = row_program(a_ptr, v_ptr, o_ptr, n, m, a_stride,
+                                                     v_stride, WIDE)
+    merge_program(None, a_ptr, v_ptr, o_ptr, n, m, program, TILE, BISECT, CHUNK, SERIAL, ITEMS,
+                  DIAG_STEPS, LEFT)
 
 
 @triton.jit
-def merge_path_partitioned_kernel(
-    s_ptr,
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    a_stride,
-    v_stride,
-    o_ptr,
-    TILE: tl.constexpr,
-    BISECT: tl.constexpr,
-    CHUNK: tl.constexpr,
-    SERIAL: tl.constexpr,
-    ITEMS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def merge_path_partitioned_kernel(s_ptr, a_ptr, v_ptr, n, m, a_stride, v_stride, o_ptr,
+                                  TILE: tl.constexpr, BISECT: tl.constexpr, CHUNK: tl.constexpr,
+                                  SERIAL: tl.constexpr, ITEMS: tl.constexpr, LEFT: tl.constexpr,
+                                  WIDE: tl.constexpr):
     """`merge_path_kernel` with this program's two tile boundaries' splits
     read from `s_ptr`, the output of `partition_kernel` (same TILE and
     LEFT): `boundary_count(n, m, TILE)` splits per batch row, in the index
     type."""
-    a_ptr, v_ptr, o_ptr = batch_row(a_ptr, v_ptr, o_ptr, m, a_stride, v_stride)
-    n = as_index(n, WIDE)
-    m = as_index(m, WIDE)
-    merge_program(s_ptr, a_ptr, v_ptr, o_ptr, n, m, as_index(tl.program_id(0), WIDE), TILE, BISECT,
-                  CHUNK, SERIAL, ITEMS, 0, LEFT)
+    a_ptr, v_ptr, o_ptr, n, m, program = row_program(a_ptr, v_ptr, o_ptr, n, m, a_stride,
+                                                     v_stride, WIDE)
+    merge_program(s_ptr, a_ptr, v_ptr, o_ptr, n, m, program, TILE, BISECT, CHUNK, SERIAL, ITEMS,
+                  0, LEFT)

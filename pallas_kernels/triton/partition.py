@@ -20,20 +20,9 @@ from ._common import as_index, boundary_count, diagonal_split, row_start
 
 
 @triton.jit
-def partition_kernel(
-    a_ptr,
-    v_ptr,
-    n,
-    m,
-    a_stride,
-    v_stride,
-    s_ptr,
-    TILE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    DIAG_STEPS: tl.constexpr,
-    LEFT: tl.constexpr,
-    WIDE: tl.constexpr,
-):
+def partition_kernel(a_ptr, v_ptr, n, m, a_stride, v_stride, s_ptr,
+                     TILE: tl.constexpr, BLOCK: tl.constexpr, DIAG_STEPS: tl.constexpr,
+                     LEFT: tl.constexpr, WIDE: tl.constexpr):
     """s[k] = how many elements of `a` the first min(k * TILE, n + m)
     elements of the merge hold, for the BLOCK boundaries k of this program.
 

@@ -13,13 +13,13 @@ of `checked.py`.
 
 Nothing here imports triton, torch or jax-triton at import time: the kernel
 modules and jax-triton load on the first call, so this module imports on any
-machine, and `triton_available()` says whether the kernels can run. jax-triton
-imports only where jaxlib has GPU support; `triton_available()` checks that
-before it tries. With `interpret=True` the kernels run in Triton's own
-interpreter on the host (through `jax.pure_callback`, on torch CPU tensors):
-exact and slow, for tests. That needs TRITON_INTERPRET=1 in the environment
-before the kernel modules load, since Triton picks the interpreter when it
-decorates a kernel.
+machine, and `triton_available()` (in `probe.py`) says whether the kernels
+can run. jax-triton imports only where jaxlib has GPU support;
+`triton_available()` checks that before it tries. With `interpret=True` the
+kernels run in Triton's own interpreter on the host (through
+`jax.pure_callback`, on torch CPU tensors): exact and slow, for tests. That
+needs TRITON_INTERPRET=1 in the environment before the kernel modules load,
+since Triton picks the interpreter when it decorates a kernel.
 
 This module needs nothing from the Pallas kernels, so it keeps working with
 a jax whose Pallas lacks the Triton backend.
@@ -28,9 +28,7 @@ a jax whose Pallas lacks the Triton backend.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-import inspect
 
 import jax
 import jax.numpy as jnp
@@ -39,127 +37,49 @@ from jax import lax
 
 from jaxsearch.keys import INT32_MAX, check_x64, index_dtype
 
-from .._jax_private import compute_capability, gpu_triton
+from .._jax_private import triton_interpreted
 from .._wrapper import checked_wrapper, searchsorted_wrapper
 from ..configs import BINARY_SEARCH, MERGE_PATH, BinarySearchConfig, KernelKind, MergePathConfig
+from .probe import out_argument, target_compute_capability
 
 # CUDA limits grid axes y and z to 65535 programs; the batch runs on axis y.
 _MAX_GRID_Y = 65535
 
-# What pyproject's `cuda` extra brings: a CUDA 12 jaxlib, triton, and
-# jax-triton where it works (0.3.1, with jax 0.10).
-_INSTALL_HINT = "pip install 'jaxsearch[cuda]' (in a clone: pip install '.[cuda]')"
+# The row operands, one row per batch row: `a` and `v`, after the checked
+# call's flags where its kernels read them.
+_ROWS = ("a", "v")
+_FLAGGED_ROWS = ("f", "a", "v")
 
 
-def _probe(interpret):
-    try:
-        import triton
-    except ImportError as exc:
-        return False, f"triton is not installed ({exc}): {_INSTALL_HINT}"
-    interpreting = bool(triton.knobs.runtime.interpret)
-    if interpret:
-        if not interpreting:
-            return False, (
-                "Triton's interpreter needs TRITON_INTERPRET=1 in the "
-                "environment before the kernels first load"
-            )
-        try:
-            import torch  # noqa: F401  (the interpreter runs on torch tensors)
-        except ImportError as exc:
-            return False, (
-                f"torch is not installed ({exc}); Triton's interpreter "
-                "runs kernels on torch CPU tensors"
-            )
-        return True, f"triton {triton.__version__} interpreter"
-    if interpreting:
-        return False, (
-            "TRITON_INTERPRET=1 is set: the kernels run only in "
-            "Triton's interpreter (interpret=True)"
-        )
-    # jax-triton raises at import without GPU support in jaxlib, after it has
-    # already set TRITON_CACHE_DIR and registered lowerings: look first.
-    if not hasattr(gpu_triton(), "get_compute_capability"):
-        return False, f"jaxlib has no GPU support: {_INSTALL_HINT}"
-    try:
-        import jax_triton
-    except Exception as exc:  # noqa: BLE001  (ImportError, or a version clash)
-        return False, f"jax-triton did not import ({exc}): {_INSTALL_HINT}"
-    versions = f"triton {triton.__version__}, jax-triton {jax_triton.__version__}"
-    broken = _lowering_error(jax_triton)
-    if broken:
-        return False, (f"{versions} cannot lower a triton_call with jax {jax.__version__} "
-                       f"({broken}); jax-triton 0.3.1 works with jax 0.10: pip install "
-                       "'jax[cuda12]>=0.10,<0.11' 'jax-triton==0.3.1'")
-    return True, versions
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    """One kernel's place in the launch order, which its parameters follow
+    (`_load_kernel` checks): the arrays (the partition's splits where it
+    reads them, then a pointer per row operand), the scalars (n, m, then a
+    row stride per row operand, 0 for one every row shares), the output,
+    then the constexprs, by name."""
+
+    module: str  # in this package
+    rows: tuple[str, ...] = _ROWS
+    splits: bool = False  # reads the partition's splits
+    out: str = "o_ptr"
+
+    def arguments(self):
+        """(arrays, scalars, output): the names of the arguments, in order."""
+        arrays = ("s_ptr",) * self.splits + tuple(f"{x}_ptr" for x in self.rows)
+        return arrays, ("n", "m", *(f"{x}_stride" for x in self.rows)), self.out
 
 
-def _lowering_error(jax_triton) -> str:
-    """Why jax-triton cannot lower the smallest triton_call for cuda with this
-    jax ("" when it can): its lowering follows jax's internals, and a jax
-    newer than it breaks every call (jax 0.12 calls DCE rules with an
-    argument that jax-triton 0.4.1 does not take)."""
-    from ._common import copy_one
-
-    x = jax.ShapeDtypeStruct((1,), jnp.int32)
-
-    def call(x):
-        return jax_triton.triton_call(x, kernel=copy_one, grid=(1,),
-                                      compute_capability=target_compute_capability(),
-                                      **_out_argument(jax_triton, x))
-
-    try:
-        jax.jit(call).trace(x).lower(lowering_platforms=("cuda",))
-    except Exception as exc:  # noqa: BLE001  (whatever jax-triton raises is the answer)
-        return f"{type(exc).__name__}: {exc}"
-    return ""
-
-
-def _out_argument(jax_triton, out) -> dict:
-    """The output's shape as `triton_call` takes it: `out_type` since
-    jax-triton 0.4 (which deprecates `out_shape`), `out_shape` before."""
-    parameters = inspect.signature(jax_triton.triton_call).parameters
-    return {"out_type" if "out_type" in parameters else "out_shape": out}
-
-
-# What jax assumes of a GPU it cannot see (Hopper: H100, H200).
-_DEFAULT_COMPUTE_CAPABILITY = (9, 0)
-
-
-def target_compute_capability() -> int:
-    """Compute capability (major * 10 + minor) of the GPU being compiled for
-    (`compute_capability`), else 90. jax-triton otherwise asks the driver,
-    which fails where there is no GPU."""
-    major, minor = compute_capability() or _DEFAULT_COMPUTE_CAPABILITY
-    return major * 10 + minor
-
-
-@functools.cache
-def triton_available(interpret: bool = False) -> tuple[bool, str]:
-    """Whether the native Triton kernels can run here, and why not.
-
-    Args:
-      interpret: ask about Triton's interpreter (triton, torch and
-        TRITON_INTERPRET=1) instead of compiled kernels through jax-triton
-        (triton, jax-triton and a jaxlib with GPU support).
-
-    Returns:
-      (True, the versions in use) or (False, the reason and what to install).
-      Cached: call `triton_available.cache_clear()` after changing the
-      environment.
-    """
-    return _probe(interpret)
-
-
-# Each kernel's module in this package.
-_KERNEL_MODULES = {
-    "merge_path_kernel": "merge_path",
-    "merge_path_partitioned_kernel": "merge_path",
-    "partition_kernel": "partition",
-    "binary_search_kernel": "binary_search",
-    "checked_kernel": "checked",
-    "checked_partitioned_kernel": "checked",
-    "checked_partition_kernel": "checked",
+_KERNELS = {
+    "merge_path_kernel": _Kernel("merge_path"),
+    "merge_path_partitioned_kernel": _Kernel("merge_path", splits=True),
+    "partition_kernel": _Kernel("partition", out="s_ptr"),
+    "binary_search_kernel": _Kernel("binary_search"),
+    "checked_kernel": _Kernel("checked", _FLAGGED_ROWS),
+    "checked_partitioned_kernel": _Kernel("checked", _FLAGGED_ROWS, splits=True),
+    "checked_partition_kernel": _Kernel("checked", _FLAGGED_ROWS, out="s_ptr"),
 }
+_KERNEL_MODULES = {name: kernel.module for name, kernel in _KERNELS.items()}
 
 # The partition pass's launch: boundaries per program (one lane each), warps.
 _PARTITION_BLOCK = 128
@@ -168,9 +88,15 @@ _PARTITION_WARPS = 4
 
 def _load_kernel(name):
     """The Triton kernel called `name`, its module loaded on first use (it
-    imports triton)."""
-    module = importlib.import_module(f".{_KERNEL_MODULES[name]}", __package__)
-    return getattr(module, name)
+    imports triton); its parameters must start in the launch order."""
+    declared = _KERNELS[name]
+    kernel = getattr(importlib.import_module(f".{declared.module}", __package__), name)
+    arrays, scalars, out = declared.arguments()
+    order = [*arrays, *scalars, out]
+    if kernel.arg_names[:len(order)] != order:
+        raise TypeError(f"{name}'s parameters {kernel.arg_names} do not start with the "
+                        f"launch order {order}")
+    return kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +133,7 @@ class _Launch:
         """The kernel `name` (by default the one that writes the answers): a
         triton JITFunction, or the interpreter's."""
         kernel = _load_kernel(name or self.kernel_name)
-        interpreted = type(kernel).__name__ == "InterpretedFunction"
+        interpreted = triton_interpreted(kernel)
         if self.interpret and not interpreted:
             raise RuntimeError(
                 "interpret=True needs TRITON_INTERPRET=1 in the environment before "
@@ -309,10 +235,10 @@ class _CheckedLaunch:
 
 
 def _launch(spec, *rows):
-    """Answers for a batch: the 2-D operands `rows` end with `a2` (Ba, N)
-    and `v2` (Bv, M) (the checked call's flags (Bf, 1) come first), each of
-    Ba, Bv and Bf either 1 (shared by every row) or the batch size. Returns
-    (batch, M)."""
+    """Answers for a batch: the 2-D operands `rows`, one per row operand of
+    `spec`'s kernels (`_Kernel.rows`): the checked call's flags (Bf, 1), `a2`
+    (Ba, N) and `v2` (Bv, M), each of Ba, Bv and Bf either 1 (shared by
+    every row) or the batch size. Returns (batch, M)."""
     batch = max(x.shape[0] for x in rows)
     if batch > _MAX_GRID_Y:
         def part(x, r):
@@ -320,29 +246,33 @@ def _launch(spec, *rows):
         return jnp.concatenate(
             [_launch(spec, *(part(x, r) for x in rows)) for r in range(0, batch, _MAX_GRID_Y)]
         )
-    n, m = rows[-2].shape[1], rows[-1].shape[1]
-    # n, m, then the operands' row strides: 0 for one every row shares.
-    scalars = (n, m, *(x.shape[1] if x.shape[0] > 1 else 0 for x in rows))
-    operands = rows
+    rows = dict(zip(_KERNELS[spec.kernel_name].rows, rows, strict=True))
+    n, m = rows["a"].shape[1], rows["v"].shape[1]
+    # Every argument a kernel may take but the constexprs, by its name.
+    values = {"n": n, "m": m}
+    for x, row in rows.items():
+        values[f"{x}_ptr"] = row
+        values[f"{x}_stride"] = row.shape[1] if row.shape[0] > 1 else 0  # 0: shared
     if spec.partitioned:
         per_row, dtype, grid_x, constexprs = spec.partition(n, m)
         # The splits are positions: int64 past int32, which jax needs x64 for.
         check_x64(n + m + constexprs["TILE"], f"merge-path inputs of {n + m} elements")
-        splits = _call(spec, spec.partition_kernel_name, operands, scalars,
-                       jax.ShapeDtypeStruct((batch, per_row), dtype), (grid_x, batch), constexprs,
-                       num_warps=_PARTITION_WARPS, num_stages=1)
-        operands = (splits, *rows)
+        values["s_ptr"] = _call(spec, spec.partition_kernel_name, values,
+                                jax.ShapeDtypeStruct((batch, per_row), dtype), (grid_x, batch),
+                                constexprs, num_warps=_PARTITION_WARPS, num_stages=1)
     grid_x, constexprs = spec.grid_and_constexprs(n, m)
-    return _call(spec, spec.kernel_name, operands, scalars,
+    return _call(spec, spec.kernel_name, values,
                  jax.ShapeDtypeStruct((batch, m), spec.out_dtype), (grid_x, batch), constexprs,
                  **spec.launch_options)
 
 
-def _call(spec, name, operands, scalars, out_shape, grid, constexprs, *, num_warps, num_stages):
-    """One launch of kernel `name` on the array `operands`, then `scalars`,
-    writing one output of `out_shape`: through jax-triton, or in the
-    interpreter."""
+def _call(spec, name, values, out_shape, grid, constexprs, *, num_warps, num_stages):
+    """One launch of kernel `name` on its arguments from `values` (by name,
+    in the launch order), writing one output of `out_shape`: through
+    jax-triton, or in the interpreter."""
     kernel = spec.kernel(name)
+    arrays, scalars, _ = _KERNELS[name].arguments()
+    operands, scalars = [values[x] for x in arrays], [values[x] for x in scalars]
     if spec.interpret:
         return _interpret_call(kernel, operands, scalars, out_shape, grid, constexprs)
     import jax_triton
@@ -356,7 +286,7 @@ def _call(spec, name, operands, scalars, out_shape, grid, constexprs, *, num_war
         num_stages=num_stages,
         compute_capability=target_compute_capability(),
         name=f"jaxsearch_triton_{name.removesuffix('_kernel')}",
-        **_out_argument(jax_triton, out_shape),
+        **out_argument(jax_triton, out_shape),
         **constexprs,
     )
 
