@@ -121,9 +121,9 @@ def implementations():
 def methods(a, v):
     """name -> (fn returning the answers, sync); jitted once, here."""
     jitted = {}
-    for impl, (merge, bisect) in implementations().items():
+    for impl, (merge, binary_search) in implementations().items():
         jitted[f"jaxsearch {impl} merge_path"] = ours(merge)
-        jitted[f"jaxsearch {impl} binary_search"] = ours(bisect)
+        jitted[f"jaxsearch {impl} binary_search"] = ours(binary_search)
     for name in ("scan", "scan_unrolled", "sort"):
         jitted[f"jnp {name}"] = functools.partial(jnp.searchsorted, side="left", method=name)
     found = {name: (functools.partial(jax.jit(fn), a, v), jax_sync) for name, fn in jitted.items()}
@@ -185,9 +185,9 @@ def sweep(n, m, dtype, copy_s):
     a, v = sorted_inputs(n, m, dtype, seed=1)
     nbytes = (n + m) * a.dtype.itemsize + m * 4
     rows = []
-    for impl, (merge, bisect) in implementations().items():
+    for impl, (merge, binary_search) in implementations().items():
         for config in pk.tuning_space():
-            fn = merge if config.kind == "merge_path" else bisect
+            fn = merge if config.kind == "merge_path" else binary_search
             call = functools.partial(jax.jit(ours(fn, config=config)), a, v)
             try:
                 seconds = median_seconds(call, jax_sync, max_reps=10, budget_s=0.3)

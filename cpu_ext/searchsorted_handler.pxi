@@ -1,4 +1,4 @@
-# The searchsorted FFI handler (see jaxsearch/_cpu.py): two buffers a (..., n)
+# The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
 # unbatched operand comes with size-1 batch dimensions, without a copy). Five

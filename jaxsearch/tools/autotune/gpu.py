@@ -145,8 +145,8 @@ def _sweep_gpu_route(implementation: str, dtype: str, size: int, *, grid: TuneGr
     """`implementation`'s merge path against its binary search on sorted
     needles, N = size and M = size / r for each skew r of the grid, each with
     the configs the dispatch would give it: the crossover's entry (kernel
-    "route", config {"bisect_ratio": r})."""
-    merge_s, bisect_s = [], []
+    "route", config {"bisect_ratio": r}: the key caches have always had)."""
+    merge_s, binary_search_s = [], []
     for r in grid.ratios:
         progress.show(f"gpu route {implementation} {dtype} N={fmt_count(size)} 1:{r}")
         x = make_inputs(Problem(size, max(1, size // r), dtype, True))
@@ -154,9 +154,9 @@ def _sweep_gpu_route(implementation: str, dtype: str, size: int, *, grid: TuneGr
             gpu.search_rows, side="left", order=order, out_dtype=np.dtype(np.int32),
             implementation=implementation, interpret=interpret)), x.ja, x.jv)
             for order in ("sorted", "any")]
-        merge, bisect = _measure_against_numpy(calls, x, grid)
+        merge, binary_search = _measure_against_numpy(calls, x, grid)
         merge_s.append(_outcome(merge))
-        bisect_s.append(_outcome(bisect))
+        binary_search_s.append(_outcome(binary_search))
         progress.step()
 
     def seconds(outcomes):  # a kernel that failed at a skew loses there
@@ -164,8 +164,8 @@ def _sweep_gpu_route(implementation: str, dtype: str, size: int, *, grid: TuneGr
 
     return tuning.CacheEntry(
         tuning.GPU_ROUTE_KERNEL, tuning.dtype_class(dtype), {"n": size, "m": size},
-        {"bisect_ratio": crossover(grid.ratios, seconds(merge_s), seconds(bisect_s))},
-        {"ratios": list(grid.ratios), "merge_s": merge_s, "bisect_s": bisect_s,
+        {"bisect_ratio": crossover(grid.ratios, seconds(merge_s), seconds(binary_search_s))},
+        {"ratios": list(grid.ratios), "merge_s": merge_s, "bisect_s": binary_search_s,
          "implementation": implementation})
 
 
