@@ -1,4 +1,13 @@
-"""Shared fixtures, for the tests of every layer."""
+"""Shared fixtures, for the tests of every layer, and the two tiers.
+
+The tests come in two tiers. The quick tier, what a plain `pytest tests`
+runs, is the contract users rely on: the differential tests against jnp and
+numpy, the fast path, the patch, the histogram/interp/digitize/cumsum
+drop-ins, the API's edges, and a smoke test of each GPU backend. Tests marked
+`full` (the compile tiers, the interpreters' whole matrices, jax's own tests
+under the patch, several processes) run only with `--full`, or when a `-m`
+expression picks them (`pytest -m full tests` runs the full tier alone).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,23 @@ import pytest
 
 from jaxsearch import tuning
 from jaxsearch.tuning import cache
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help="run the full tier too (tests marked `full`), not only the quick tier")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave the full tier out unless `--full` or a `-m` expression asks."""
+    if config.getoption("--full") or config.getoption("markexpr"):
+        return
+    quick, full = [], []
+    for item in items:
+        (full if item.get_closest_marker("full") else quick).append(item)
+    if full:
+        config.hook.pytest_deselected(items=full)
+        items[:] = quick
 
 
 def pytest_configure(config):

@@ -13,6 +13,7 @@ import pytest
 from helpers.cpu_calls import CPU_SEARCH
 from helpers.keys import DTYPES_32, DTYPES_64, random_keys, sort_keys
 from helpers.served import assert_cpu_kernel, assert_jnp
+from helpers.tiers import tiered
 
 import jaxsearch
 from jaxsearch.core import cpu, cumsum, primitive
@@ -169,7 +170,7 @@ def test_implementations(implementation):
 
 
 @pytest.mark.parametrize("side", SIDES)
-@pytest.mark.parametrize("dtype", DTYPES_32 + DTYPES_64)
+@pytest.mark.parametrize("dtype", tiered(DTYPES_32 + DTYPES_64, lambda dtype: dtype == "float32"))
 def test_pallas_interpret_matches_jnp(dtype, side):
     """implementation="pallas" on a CPU backend: the GPU kernels in interpret
     mode, checked (sorted_v=None compiles both kernels under lax.cond)."""

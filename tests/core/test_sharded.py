@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers.processes import run_python
+from helpers.tiers import full
 
 TESTS = Path(__file__).resolve().parents[1]  # where `helpers` is
 HELPERS = TESTS / "helpers"
@@ -108,6 +109,7 @@ def _run_two_processes(tmp_path, port):
     return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs)]
 
 
+@full  # several processes (tests/conftest.py)
 def test_two_processes_drop_in(tmp_path):
     """jax.distributed over gloo on localhost, 4 devices in each of two
     processes: the plain drop-in call on global arrays (answers checked in

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers.tiers import tiered
 from jaxsearch.pallas_kernels import BinarySearchConfig, MergePathConfig
 
 X64_DTYPES = ["int64", "uint64", "float64"]
@@ -100,6 +101,11 @@ SIDES = ("left", "right")
 
 # Tile edges, both skews, single elements (tiles are 128 in the tests).
 SIZES = [(1, 1), (1, 300), (300, 1), (128, 128), (129, 127), (3000, 5), (5, 3000)]
+
+# The quick tier's share of the matrix (tests/conftest.py): the subclass's
+# SMOKE_KERNELS at these dtypes and sizes; the rest is the full tier.
+QUICK_DTYPES = ("float32", "uint64")
+QUICK_SIZES = ((1, 1), (129, 127))
 # The sizes that span more than a few tiles: skews that only MATRIX_KERNELS
 # (one kernel of each kind and backend) run.
 LONG_SIZES = [(n, m) for n, m in SIZES if max(n, m) > 300]
@@ -117,6 +123,9 @@ class KernelCases:
         change nothing, and the only ones `test_sizes` runs at LONG_SIZES);
       BINARY_KERNELS: those that take needles in any order.
 
+      SMOKE_KERNELS: those the quick tier runs these cases on (at
+        QUICK_DTYPES and QUICK_SIZES); the others run in the full tier.
+
     Fixtures, overridden by the subclass:
       case_search: `search(kernel, a, v, side, out_dtype="int32")`, one
         kernel on numpy arrays, in the interpreter or on the device, answers
@@ -128,19 +137,22 @@ class KernelCases:
     KERNELS: tuple = ()
     MATRIX_KERNELS: tuple = ()
     BINARY_KERNELS: tuple = ()
+    SMOKE_KERNELS: tuple = ()
 
     def pytest_generate_tests(self, metafunc):
         """Each case on each of the subclass's kernels it takes."""
+        smoke = self.SMOKE_KERNELS
         if metafunc.function.__name__ == "test_sizes":
             # Mosaic GPU's second warpgroup took 90 s on the long skews alone.
-            metafunc.parametrize("kernel, n, m", [
-                (kernel, n, m) for kernel in self.KERNELS for n, m in SIZES
-                if kernel in self.MATRIX_KERNELS or (n, m) not in LONG_SIZES])
+            metafunc.parametrize("kernel, n, m", tiered(
+                [(kernel, n, m) for kernel in self.KERNELS for n, m in SIZES
+                 if kernel in self.MATRIX_KERNELS or (n, m) not in LONG_SIZES],
+                lambda case: case[0] in smoke and case[1:] in QUICK_SIZES))
             return
         for name, kernels in (("kernel", self.KERNELS), ("matrix_kernel", self.MATRIX_KERNELS),
                               ("binary_kernel", self.BINARY_KERNELS)):
             if name in metafunc.fixturenames:
-                metafunc.parametrize(name, kernels)
+                metafunc.parametrize(name, tiered(kernels, lambda kernel: kernel in smoke))
 
     @pytest.fixture
     def case_search(self):
@@ -150,7 +162,7 @@ class KernelCases:
     def vmap_search(self):
         raise NotImplementedError("a KernelCases subclass defines the vmap_search fixture")
 
-    @pytest.mark.parametrize("dtype", DTYPES)
+    @pytest.mark.parametrize("dtype", tiered(DTYPES, lambda dtype: dtype in QUICK_DTYPES))
     def test_dtypes(self, matrix_kernel, dtype, case_search):
         rng = np.random.default_rng(0)
         a, v = sample(rng, dtype, 300), sample(rng, dtype, 201)

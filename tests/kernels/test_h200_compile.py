@@ -20,6 +20,9 @@ memory fails to compile, and so fails its test. Compiled:
 Everything compiles in one worker process (`h200.run_worker`, about a third
 of a second per case); each test checks its own case. The tier skips, saying
 so, only where the compile wheels (the `h200-compile` extra) are missing.
+
+All of it is the full tier (`pytest -m full`, tests/conftest.py) but one
+compile of the default call, which the quick tier keeps.
 """
 
 import dataclasses
@@ -27,6 +30,7 @@ import dataclasses
 import numpy as np
 import pytest
 from helpers import h200
+from helpers.tiers import full
 
 import jaxsearch.pallas_kernels as pk
 
@@ -37,6 +41,11 @@ CANARY_CASES = h200.canary_cases()
 CONFIG_CASES = h200.config_cases(pk.tuning_space(), one_side_each=True, dtypes_each=3)
 DISPATCH_CASES = h200.dispatch_cases()
 CUMSUM_CASES = h200.cumsum_cases()
+# The quick tier's one compile: the default call, float32, needles of
+# unknown order (the checked kernel), balanced.
+DEFAULT_CALL = next(c for c in DISPATCH_CASES if c["implementation"] is None
+                    and c["dtype"] == "float32" and c["sorted_v"] is None
+                    and c["shape"] == "balanced")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +62,17 @@ def _result(compiled, case):
 
 
 @needs_wheels
+def test_default_call_compiles_to_gpu_kernels():
+    """The default call compiles for the H200, with no spill, to the GPU
+    kernels and no conditional: the quick tier's check of the whole tier."""
+    (result,) = h200.run_worker([DEFAULT_CALL])
+    assert result["ok"], f"the default call did not compile for the H200:\n{result['error']}"
+    kernels, conditionals = h200.search_kernels(DEFAULT_CALL, default="pallas")
+    assert (result["kernel_calls"], result["conditionals"]) == (kernels, conditionals), result
+
+
+@full
+@needs_wheels
 def test_spills_fail_the_compile(compiled):
     """The tier has teeth: a kernel that needs more registers than a thread
     has is refused, and its smaller twin compiles."""
@@ -61,6 +81,7 @@ def test_spills_fail_the_compile(compiled):
     assert not spills["ok"] and "spill" in spills["error"]
 
 
+@full
 @needs_wheels
 @pytest.mark.parametrize("case", CONFIG_CASES, ids=h200.case_id)
 def test_tuning_config_compiles_without_spilling(compiled, case):
@@ -70,6 +91,7 @@ def test_tuning_config_compiles_without_spilling(compiled, case):
     assert _result(compiled, case)["kernel_calls"] == 1 + partitions
 
 
+@full
 @needs_wheels
 @pytest.mark.parametrize("case", DISPATCH_CASES, ids=h200.case_id)
 def test_dispatch_compiles_to_gpu_kernels(compiled, case):
@@ -84,6 +106,7 @@ def test_dispatch_compiles_to_gpu_kernels(compiled, case):
     assert result["conditionals"] == conditionals, result
 
 
+@full
 @needs_wheels
 @pytest.mark.parametrize("case", CUMSUM_CASES, ids=h200.case_id)
 def test_cumsum_compiles_to_gpu_kernels(compiled, case):

@@ -17,11 +17,13 @@ install.
 
 import pytest
 from helpers import h200
+from helpers.tiers import full
 
 import jaxsearch.pallas_kernels as pk
 from jaxsearch.pallas_kernels import BACKENDS
 
 MISSING = BACKENDS["mosaic"].import_error or h200.missing_wheels()
+pytestmark = full  # a compile tier (tests/conftest.py)
 # Keys of one 32-bit and one 64-bit dtype: the registers a config needs.
 CONFIG_CASES = h200.config_cases(pk.tuning_space(), dtypes=("float32", "int64"),
                                  implementations=("mosaic",), one_side_each=True)

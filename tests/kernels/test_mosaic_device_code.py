@@ -31,6 +31,7 @@ if tuple(int(x) for x in jax.__version__.split(".")[:2]) >= (0, 11):
                 f"{jax.__version__}'s", allow_module_level=True)
 
 from helpers.mosaic_ir import lowered_kernels  # noqa: E402  (jax's Mosaic GPU is there)
+from helpers.tiers import full, tiered  # noqa: E402
 from jax.experimental.pallas import mosaic_gpu as plgpu  # noqa: E402
 
 from jaxsearch.pallas_kernels.mosaic_gpu import _common as mc  # noqa: E402
@@ -109,14 +110,15 @@ def _inputs(rng, dtype, n, m, *, sort_v):
     return np.sort(a), np.sort(v) if sort_v else rng.permutation(v)
 
 
-@pytest.mark.parametrize("kind, dtype, side, partition", [
+# The quick tier runs the first merge case (tests/conftest.py).
+@pytest.mark.parametrize("kind, dtype, side, partition", tiered([
     ("merge_path", "float32", "left", "once"),
     ("merge_path", "uint8", "right", "once"),
     ("merge_path", "int16", "right", "per_program"),
     ("binary_search", "int32", "right", None),
     ("binary_search", "uint16", "left", None),
     ("binary_search", "uint32", "right", None),
-])
+], lambda case: case[1] == "float32"))
 def test_kernel_ir_gives_numpys_answers(kind, dtype, side, partition):
     """The whole kernel as the GPU runs it, inline gather and masked store
     included, on the CPU: the answers are numpy's. The merge path with
@@ -145,6 +147,7 @@ def test_kernel_ir_gives_numpys_answers(kind, dtype, side, partition):
     np.testing.assert_array_equal(out[:m], np.searchsorted(a, v, side=side))
 
 
+@full  # seconds a case in the IR interpreter (tests/conftest.py)
 @pytest.mark.parametrize("merging, dtype, side", [
     (1, "float32", "left"),
     (1, "int16", "right"),

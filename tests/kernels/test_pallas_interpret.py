@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from helpers import kernel_cases
 from helpers.kernel_cases import X64_DTYPES, KernelCases, expected, sample
+from helpers.tiers import tiered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,24 +45,28 @@ def interpret(request):
 # on a device, but its interpreter runs anywhere it imports).
 PALLAS = not BACKENDS["pallas"].import_error
 MOSAIC = not BACKENDS["mosaic"].import_error
+
+
+def backend_kernels(backend, **configs):
+    """The backend's kernels by name, each at its config: the merge path for
+    a MergePathConfig, binary search for a BinarySearchConfig."""
+    kinds = {pk.MergePathConfig: MERGE_PATH, pk.BinarySearchConfig: BINARY_SEARCH}
+    return {name: functools.partial(BACKENDS[backend].kernel(kinds[type(config)]), config=config)
+            for name, config in configs.items()}
+
+
 # Small tiles and blocks, so that small inputs span many programs; the
 # "_wg2" Mosaic GPU kernels run two warpgroups per program.
 KERNELS = {}
 if PALLAS:
-    merge, binary = (BACKENDS["pallas"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
-    KERNELS.update(
-        merge_bisect=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
-        merge_per_program=functools.partial(
-            merge, config=pk.MergePathConfig(tile=128, partition="per_program")
-        ),
-        merge_compare=functools.partial(
-            merge, config=pk.MergePathConfig(tile=128, method="compare", chunk=32)
-        ),
-        merge_serial=functools.partial(
-            merge, config=pk.MergePathConfig(tile=128, method="serial", items=8)
-        ),
-        binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
-    )
+    KERNELS.update(backend_kernels(
+        "pallas",
+        merge_bisect=pk.MergePathConfig(tile=128),
+        merge_per_program=pk.MergePathConfig(tile=128, partition="per_program"),
+        merge_compare=pk.MergePathConfig(tile=128, method="compare", chunk=32),
+        merge_serial=pk.MergePathConfig(tile=128, method="serial", items=8),
+        binary=pk.BinarySearchConfig(block=128),
+    ))
     # The checked kernel, its flag set each way: every case of its kind.
     checked = functools.partial(BACKENDS["pallas"].checked,
                                 merge_config=pk.MergePathConfig(tile=128),
@@ -69,20 +74,14 @@ if PALLAS:
     KERNELS.update(checked_merge=functools.partial(checked, merging=1),
                    checked_binary=functools.partial(checked, merging=0))
 if MOSAIC:
-    merge, binary = (BACKENDS["mosaic"].kernel(kind) for kind in (MERGE_PATH, BINARY_SEARCH))
-    KERNELS.update(
-        mosaic_merge=functools.partial(merge, config=pk.MergePathConfig(tile=128)),
-        mosaic_merge_per_program=functools.partial(
-            merge, config=pk.MergePathConfig(tile=128, partition="per_program")
-        ),
-        mosaic_merge_wg2=functools.partial(
-            merge, config=pk.MergePathConfig(tile=256, num_warps=8)
-        ),
-        mosaic_binary=functools.partial(binary, config=pk.BinarySearchConfig(block=128)),
-        mosaic_binary_wg2=functools.partial(
-            binary, config=pk.BinarySearchConfig(block=256, num_warps=8)
-        ),
-    )
+    KERNELS.update(backend_kernels(
+        "mosaic",
+        mosaic_merge=pk.MergePathConfig(tile=128),
+        mosaic_merge_per_program=pk.MergePathConfig(tile=128, partition="per_program"),
+        mosaic_merge_wg2=pk.MergePathConfig(tile=256, num_warps=8),
+        mosaic_binary=pk.BinarySearchConfig(block=128),
+        mosaic_binary_wg2=pk.BinarySearchConfig(block=256, num_warps=8),
+    ))
     # Its checked kernel likewise, the two kinds in different warpgroups and
     # blocks of lanes (each pads `v` for its own): the merge's 128 needles
     # beside binary search's 512, and the reverse; the merge's 2 warpgroups
@@ -144,6 +143,9 @@ class TestPallasKernels(KernelCases):
     KERNELS = tuple(KERNELS)
     MATRIX_KERNELS = tuple(MATRIX_KERNELS)
     BINARY_KERNELS = tuple(BINARY_KERNELS)
+    # Each backend's merge path, binary search and checked kernel.
+    SMOKE_KERNELS = ("merge_bisect", "binary", "checked_merge",
+                     "mosaic_merge", "mosaic_binary", "mosaic_checked_merge")
 
     @pytest.fixture
     def case_search(self, interpret):
@@ -174,7 +176,10 @@ def test_empty(kernel):
     np.testing.assert_array_equal(batched(jnp.ones((3, 4))), np.zeros((3, 4)))
 
 
-@pytest.mark.parametrize("kernel", [k for k in MERGE_KERNELS if k in MATRIX_KERNELS])
+# The quick tier: each backend's merge path (in Mosaic GPU's interpreter,
+# 60 examples take about 11 s a kernel).
+@pytest.mark.parametrize("kernel", tiered([k for k in MERGE_KERNELS if k in MATRIX_KERNELS],
+                                           lambda k: k in ("merge_bisect", "mosaic_merge")))
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_merge_path_property(kernel, data):
@@ -261,7 +266,8 @@ FLAG_PICKS = {"checked_merge": "merge_bisect", "checked_binary": "binary",
               "mosaic_checked_binary_wg2": "mosaic_binary_wg2"}
 
 
-@pytest.mark.parametrize("checked", [k for k in FLAG_PICKS if k in KERNELS])
+@pytest.mark.parametrize("checked", tiered([k for k in FLAG_PICKS if k in KERNELS],
+                                            lambda k: "wg2" not in k))
 def test_checked_kernel_runs_the_kernel_its_flag_picks(checked):
     """On needles out of order, where the merge path's answers are not jnp's
     (binary search's are), each flag gives its own kernel's answers exactly."""

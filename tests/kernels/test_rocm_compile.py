@@ -28,6 +28,7 @@ if not BACKENDS["pallas"].kernels:
 
 from helpers import gfx942  # noqa: E402  (imports triton's backends when compiling)
 from helpers.h200 import DTYPES, X64_DTYPES  # noqa: E402
+from helpers.tiers import full  # noqa: E402
 
 pytestmark = [
     pytest.mark.filterwarnings(
@@ -35,6 +36,7 @@ pytestmark = [
         "ignore:TRITON_DEFAULT_FP_FUSION is unset",
     ),
     pytest.mark.usefixtures("fresh_triton_cache"),
+    full,  # a compile tier (tests/conftest.py)
 ]
 
 LARGE = 10**8  # N = M: the default merge config is the serial merge there

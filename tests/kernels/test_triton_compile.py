@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 from helpers import gfx942
 from helpers.kernel_cases import SAMPLE_CONFIGS
+from helpers.tiers import full
 
 import jaxsearch.pallas_kernels as pk
 from jaxsearch.pallas_kernels.triton import searchsorted as triton_searchsorted
@@ -79,7 +80,8 @@ TRITON_TYPES = {
 DTYPES = list(TRITON_TYPES)
 
 
-pytestmark = pytest.mark.usefixtures("fresh_triton_cache")
+# A compile tier: the full tier (tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("fresh_triton_cache"), full]
 
 
 def scalar_type(value):

@@ -347,6 +347,7 @@ class TestTritonKernels(KernelCases):
     KERNELS = tuple(KERNELS)
     MATRIX_KERNELS = tuple(MATRIX_KERNELS)
     BINARY_KERNELS = ("binary",)
+    SMOKE_KERNELS = ("merge_bisect", "binary")
 
     @pytest.fixture
     def case_search(self, run):

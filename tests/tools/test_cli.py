@@ -12,6 +12,7 @@ import jax
 import pytest
 from helpers.caches import write
 from helpers.processes import run_python
+from helpers.tiers import full
 
 import jaxsearch
 from jaxsearch import tuning
@@ -124,6 +125,7 @@ def test_info_reports_the_tiles_of_the_gpu_implementation_that_runs(caches, monk
             assert f"block={gpu_tiles(other)['binary_search'].block}," not in out, other
 
 
+@full  # a benchmark run, not the library's contract (tests/conftest.py)
 def test_bench_cli_writes_files(tmp_path):
     pytest.importorskip("matplotlib")
     done = run("-m", "jaxsearch", "bench", "--quick", "--sizes", "1e2", "--dtypes", "float32",
@@ -136,6 +138,7 @@ def test_bench_cli_writes_files(tmp_path):
     assert "wrote png" in done.stdout and "bench [" in done.stderr
 
 
+@full  # a benchmark run, not the library's contract (tests/conftest.py)
 def test_cpu_targets_script_prints_its_table(tmp_path):
     done = run(str(ROOT / "bench" / "cpu_targets.py"), "--scale", "1e-4", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr  # no --check: misses at toy sizes are expected

@@ -9,6 +9,7 @@ from pathlib import Path
 import jax
 import pytest
 from helpers import h200
+from helpers.tiers import full
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_cost.py"
 _spec = importlib.util.spec_from_file_location("gpu_cost", SCRIPT)
@@ -96,6 +97,7 @@ MISSING = h200.missing_wheels() or (None if h200.nvidia_tool("nvdisasm") else
                                     "nvdisasm is missing (pip install nvidia-cuda-nvdisasm)")
 
 
+@full  # compiles every case for the H200: a compile tier (tests/conftest.py)
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_every_kernel_of_every_case_is_estimated(capsys):
     """The kernels' real SASS, compiled for the H200: each kernel's loops as

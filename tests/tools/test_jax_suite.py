@@ -32,8 +32,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.tiers import full
 
 JAX_TESTS_ENV = "JAXSEARCH_JAX_TESTS"
+pytestmark = full  # minutes a run (tests/conftest.py)
 
 # jax's test files that reach a function the patch serves, and the tests in
 # them that do (pytest's -k, matched against the test ids).
