@@ -61,6 +61,8 @@ KEY_DTYPE_NAMES = dtype_names(KEY_DTYPES, KEY_DTYPE_COUNT)
 WEIGHT_DTYPE_NAMES = dtype_names(WEIGHT_DTYPES, WEIGHT_DTYPE_COUNT)
 # The longest segment searchsorted_cumsum takes (its `segment` attribute).
 MAX_SEGMENT = cumsum_search.MAX_SEGMENT
+# Rows of fewer needles than this, two rows or more, are searched across rows.
+SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
 # The most edges one histogram call takes.
 MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT
 
@@ -87,8 +89,8 @@ def runs_x86_64_v3():
     return bool(cpu_runs_x86_64_v3())
 
 
-def planned_threads(long rows, long m, int threads, long min_parallel):
-    """The threads one searchsorted call of `rows` rows of m needles runs on,
+def planned_threads(long rows, long n, long m, int threads, long min_parallel):
+    """The threads one searchsorted call of `rows` rows of m needles in n keys runs on,
     given its `threads` and `min_parallel` attributes: the plan the handler
     makes."""
-    return call_threads(threads, rows * slices_per_row(m, threads, min_parallel))
+    return call_threads(threads, search_parts(rows, n, m, threads, min_parallel))

@@ -168,6 +168,40 @@ cdef void row_offsets(const Shape* shape, long row, int64_t* a_off,
         v_off[0] += idx * shape.v_stride[d]
 
 
+cdef struct RowCursor:
+    # Output rows walked in order, their operands' offsets updated by adding
+    # strides (row_offsets divides once per batch dimension, which costs more
+    # than searching a short row).
+    int64_t index[MAX_BATCH_RANK]
+    int64_t a_off
+    int64_t v_off
+
+
+cdef void start_rows(const Shape* shape, long row, RowCursor* cursor) noexcept nogil:
+    """`cursor` at output row `row`."""
+    cdef int64_t d
+    row_offsets(shape, row, &cursor.a_off, &cursor.v_off)
+    for d in range(shape.rank - 1, -1, -1):
+        cursor.index[d] = row % shape.out_buf.dims[d]
+        row = row // shape.out_buf.dims[d]
+
+
+cdef void next_row(const Shape* shape, RowCursor* cursor) noexcept nogil:
+    """`cursor` on to the next output row (an odometer over the batch
+    dimensions, last one fastest)."""
+    cdef int64_t d = shape.rank - 1
+    while d >= 0:
+        cursor.index[d] += 1
+        cursor.a_off += shape.a_stride[d]
+        cursor.v_off += shape.v_stride[d]
+        if cursor.index[d] < shape.out_buf.dims[d] or d == 0:
+            return
+        cursor.a_off -= shape.out_buf.dims[d] * shape.a_stride[d]
+        cursor.v_off -= shape.out_buf.dims[d] * shape.v_stride[d]
+        cursor.index[d] = 0
+        d -= 1
+
+
 cdef void advise_huge_pages(XLA_FFI_Buffer* out) noexcept nogil:
     """Asks for 2 MiB pages under a large output, before it is first written.
 

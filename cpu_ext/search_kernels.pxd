@@ -521,6 +521,37 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
         j += LANES
 
 
+cdef inline void probe_rows(const key_t** a, const key_t** v, idx_t** out, Py_ssize_t n,
+                            Py_ssize_t m, const side_t* side) noexcept nogil:
+    """m needles v[k][0:m] in each of LANES rows a[k][0:n], answers into
+    out[k][0:m]: jnp's probes (probe_lanes), each step taken by the LANES
+    rows in lock-step, so that a batch of short rows keeps LANES independent
+    searches in flight where one row has too few needles to. Exact on any
+    `a`, as probe_lanes is. A caller with fewer rows repeats its last one."""
+    cdef bint right = side_t is RightSide
+    cdef int levels = probe_levels(n)
+    cdef Py_ssize_t low[LANES]
+    cdef Py_ssize_t high[LANES]
+    cdef key_t x[LANES]
+    cdef Py_ssize_t j, k, mid
+    cdef bint c
+    cdef int level
+    for j in range(m):
+        for k in range(LANES):
+            low[k] = 0
+            high[k] = n
+            x[k] = v[k][j]
+        for level in range(levels):
+            for k in range(LANES):
+                mid = (low[k] + high[k]) >> 1
+                c = before(a[k][mid], x[k], right)
+                low[k] = mid if c else low[k]
+                high[k] = high[k] if c else mid
+        for k in range(LANES):
+            out[k][j] = <idx_t>(nan_needle_answer(a[k], n, levels, right) if is_nan(x[k])
+                                else high[k])
+
+
 cdef inline void narrow_lanes(const key_t** base, const key_t* x, Py_ssize_t length,
                               const side_t* side) noexcept nogil:
     """Each lane's window base[k][0:length], length >= 1, narrowed in

@@ -16,6 +16,10 @@
 #      check then costs less than the lower-bound search saves);
 #   1. the needles of all rows; a row whose `a` was flagged, or not checked,
 #      is binary-searched by jnp's probes.
+# A batch of short rows (under vmap, one needle or a few per row) takes
+# neither phase's per-row work: with fewer than SHORT_ROW_LIMIT needles a
+# row, phase 1's parts are runs of whole rows, searched by jnp's probes
+# LANES rows in lock-step (probe_rows), and nothing is checked.
 # Phase 0 also lists a row's descents, up to one per 64 keys (a float32
 # running sum of weights has some), and flags the row only past them:
 # merge_around_descents then answers its sorted needles as jnp does, merging
@@ -38,8 +42,9 @@ from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
-                             order_descents, merge_around_descents, CHECK_BLOCK)
-from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel
+                             order_descents, merge_around_descents, probe_levels, probe_rows,
+                             CHECK_BLOCK, LANES)
+from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel, prefetch
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -62,6 +67,13 @@ cdef enum:
     # Keys of a block out of order that the check looks at together, to find
     # its descents.
     DESCENT_PIECE = 64
+    # Rows of fewer needles than this, in a call of several rows, are
+    # searched across rows (probe_rows): within one row, so few needles
+    # leave the search lanes empty and the per-row setup (check, table,
+    # parts) costs more than the search. Float32 under vmap, 2 cores: per
+    # row, 20,000 rows of 16 keys and 16 needles took 1.4-2.1x jnp's time;
+    # across rows 0.45-0.6x (docs/performance.md, Short rows).
+    SHORT_ROW_LIMIT = 64
 
 # The key dtypes the kernels take (run_part gives each its C type).
 cdef enum:
@@ -100,6 +112,7 @@ cdef struct SearchJob:
     long done_parts[SEARCH_PHASES]
     long parts[SEARCH_PHASES]
     long slices                     # phase 1's parts per row
+    int64_t rows_per_part           # short rows: phase 1's rows per part; 0: not short
     long check_slices               # phase 0's parts per row of a
     long* unsorted                  # rows of a: 1 where out of order; NULL: none checked
     long* descent_counts            # rows of a: descents listed; NULL: none listed
@@ -283,10 +296,42 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
                      <const LeftSide*>NULL)
 
 
+cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const key_t* v,
+                         idx_t* out) noexcept nogil:
+    """Phase 1 of a batch of short rows: `part`'s run of whole rows, LANES
+    at a time (the last group repeats its last row)."""
+    cdef int64_t first = part * job.rows_per_part
+    cdef int64_t count = min(job.rows_per_part, job.shape.rows - first), r, k
+    cdef int64_t m = job.shape.m
+    cdef RowCursor cursor
+    cdef const key_t* a_rows[LANES]
+    cdef const key_t* v_rows[LANES]
+    cdef idx_t* out_rows[LANES]
+    start_rows(&job.shape, first, &cursor)
+    out += first * m
+    r = 0
+    while r < count:
+        for k in range(LANES):
+            if r < count:
+                a_rows[k], v_rows[k], out_rows[k] = a + cursor.a_off, v + cursor.v_off, out + r * m
+                next_row(&job.shape, &cursor)
+                r += 1
+            else:
+                a_rows[k], v_rows[k], out_rows[k] = a_rows[k - 1], v_rows[k - 1], out_rows[k - 1]
+        if job.right:
+            probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const RightSide*>NULL)
+        else:
+            probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const LeftSide*>NULL)
+
+
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
                   const key_t* v) noexcept nogil:
     if phase == 0:
         check_part(job, part, a)
+    elif job.rows_per_part and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+        run_short_rows(job, part, a, v, <int32_t*>job.shape.out_buf.data)
+    elif job.rows_per_part:
+        run_short_rows(job, part, a, v, <int64_t*>job.shape.out_buf.data)
     elif job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_typed(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     else:
@@ -368,6 +413,27 @@ cdef int64_t operand_rows(const XLA_FFI_Buffer* buf) noexcept nogil:
     return rows
 
 
+cdef bint short_rows(int64_t rows, int64_t m) noexcept nogil:
+    """Whether a call of `rows` rows of m needles takes the short-row route."""
+    return rows > 1 and 0 < m < SHORT_ROW_LIMIT
+
+
+cdef int64_t short_row_parts(int64_t rows, int64_t n, int64_t m, int threads,
+                             int64_t min_parallel) noexcept nogil:
+    """Phase 1's parts for short rows: runs of whole rows, as many as a row
+    would be cut into whose needles were the rows' probes (each probe of a
+    short row is a fresh miss, as a needle of a long row costs about one)."""
+    return slices_per_row(rows * m * probe_levels(n), threads, min_parallel)
+
+
+cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
+                       int64_t min_parallel) noexcept nogil:
+    """Phase 1's parts for `rows` rows of m needles in n keys."""
+    if short_rows(rows, m):
+        return short_row_parts(rows, n, m, threads, min_parallel)
+    return rows * slices_per_row(m, threads, min_parallel)
+
+
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
                              int64_t min_parallel) noexcept nogil:
     """The call's shape, cut into parts, phase 0's where `a` is checked (see
@@ -378,8 +444,11 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
     cdef bint check
     if message != NULL:
         return message
+    job.parts[1] = search_parts(job.shape.rows, job.shape.n, job.shape.m, threads, min_parallel)
+    if short_rows(job.shape.rows, job.shape.m):
+        job.rows_per_part = (job.shape.rows + job.parts[1] - 1) // job.parts[1]
+        return NULL
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
-    job.parts[1] = job.shape.rows * job.slices
     a_rows = operand_rows(job.shape.a_buf)
     if job.order == ORDER_SORTED or job.shape.n <= 1 or job.shape.m == 0:
         check = False

@@ -130,13 +130,14 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
                  min_parallel=_int32_attribute(min_parallel))
 
 
-def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1) -> int:
-    """The threads a `search` of `rows` rows of m needles runs on, with these
+def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1,
+                    n: int = 1) -> int:
+    """The threads a `search` of `rows` rows of m needles in n keys runs on, with these
     `threads` and `min_parallel`: the extension's own plan (1 where the
     extension is unavailable and jnp searches instead)."""
     if not AVAILABLE:
         return 1
-    return _planned_threads(rows, m, threads, _int32_attribute(min_parallel))
+    return _planned_threads(rows, n, m, threads, _int32_attribute(min_parallel))
 
 
 def threads_for(config: CpuConfig, m: int) -> int:

@@ -250,7 +250,7 @@ def test_the_thread_plan_info_reports_is_the_kernels(m, threads, min_parallel):
     with tuning.use_cpu_config(config):
         attrs = cpu_call_attrs(lambda a, v: jaxsearch.searchsorted(a, v), a, v)
         report = info_report(2 * m, m, "float32")
-    kernel_plan = _cpu_ext.planned_threads(1, m, attrs["threads"], attrs["min_parallel"])
+    kernel_plan = _cpu_ext.planned_threads(1, 1, m, attrs["threads"], attrs["min_parallel"])
     assert kernel_plan == min(threads, max(1, m // min_parallel))
     assert cpu.threads_for(config, m) == kernel_plan
     assert f"  CPU threads:   {kernel_plan} for one call of" in report

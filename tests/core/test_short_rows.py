@@ -1,0 +1,149 @@
+"""Batches of short rows: a call of two rows or more with fewer than
+`SHORT_ROW_NEEDLES` needles a row (one needle per row under vmap, say) is
+searched across rows, by jnp's probes, whatever order it was asked for. Its
+answers are jnp's on any `a`, for every batch layout (an operand broadcast,
+several batch dimensions), at the route's edges and on several threads; and
+under vmap the public call stays one custom call."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
+from helpers.keys import random_keys, sort_keys
+from helpers.served import assert_cpu_kernel
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxsearch
+from jaxsearch.core import cpu
+
+pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
+
+SHORT = cpu._ext.SHORT_ROW_NEEDLES if cpu.AVAILABLE else 64
+ORDERS = ("check", "any", "sorted")
+# One thread, and two threads on parts of a few rows each.
+THREADS = [(1, 1 << 16), (2, 16)]
+
+
+def rows_of_keys(rng: np.random.Generator, rows: int, n: int, dtype: str) -> np.ndarray:
+    """`rows` rows of n keys: sorted rows (NaN last) and, every third row,
+    one out of order (permuted), with NaN, infinities and signed zeros."""
+    a = np.stack([sort_keys(random_keys(rng, n, dtype)) for _ in range(rows)])
+    a[::3] = rng.permuted(a[::3], axis=1)
+    return a
+
+
+def row_needles(rng: np.random.Generator, a: np.ndarray, m: int) -> np.ndarray:
+    """m needles per row of `a`, a third of them keys of their row."""
+    v = random_keys(rng, a.shape[0] * m, a.dtype.name).reshape(a.shape[0], m)
+    take = rng.integers(0, a.shape[1], v.shape) if a.shape[1] else None
+    hit = rng.random(v.shape) < 1 / 3
+    if take is not None:
+        v[hit] = np.take_along_axis(a, take, axis=1)[hit]
+    return v
+
+
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+@pytest.mark.parametrize("rows, n, m", [(37, 9, 1), (20, 200, SHORT - 1), (5, 1, 3),
+                                        (50, 33, 8)])
+def test_rows_answer_as_jnp(rows, n, m, dtype, threads, min_parallel):
+    """Every order asked for, both sides, rows in order and out of order."""
+    rng = seeded(rows, n, m, dtype, threads)
+    a = rows_of_keys(rng, rows, n, dtype)
+    v = row_needles(rng, a, m)
+    for side in SIDES:
+        want = like_jnp(a, v, side)
+        for order in ORDERS:
+            got = cpu_search(a, v, side, order, "merge", threads, min_parallel)
+            np.testing.assert_array_equal(got, want, err_msg=f"{side}, {order}")
+
+
+@pytest.mark.parametrize("layout", ["a broadcast", "v broadcast", "two batch dimensions",
+                                    "a broadcast in one of two"])
+def test_batch_layouts(layout):
+    """The rows walked in order through broadcast operands and several batch
+    dimensions (the odometer over the batch strides)."""
+    rng = seeded(layout)
+    a = rows_of_keys(rng, 24, 12, "float32")
+    v = row_needles(rng, a, 3)
+    a, v = {
+        "a broadcast": (a[:1], v),
+        "v broadcast": (a, v[:1]),
+        "two batch dimensions": (a.reshape(4, 6, 12), v.reshape(4, 6, 3)),
+        "a broadcast in one of two": (a[:4].reshape(4, 1, 12), v.reshape(4, 6, 3)),
+    }[layout]
+    for side in SIDES:
+        for threads, min_parallel in THREADS:
+            np.testing.assert_array_equal(
+                cpu_search(a, v, side, "check", "merge", threads, min_parallel),
+                like_jnp(a, v, side), err_msg=f"{side}, {threads} threads")
+
+
+@pytest.mark.parametrize("rows, m", [(1, 1), (1, SHORT - 1), (2, SHORT - 1), (2, SHORT),
+                                     (3, SHORT + 1)])
+def test_the_routes_edges(rows, m):
+    """One row, and rows of SHORT needles or more, take the per-row route;
+    answers are jnp's on either side of the edge."""
+    rng = seeded("edges", rows, m)
+    a = rows_of_keys(rng, rows, 40, "float32")
+    v = row_needles(rng, a, m)
+    for side in SIDES:
+        for order in ("check", "any"):
+            np.testing.assert_array_equal(cpu_search(a, v, side, order, "merge", 1, 1 << 16),
+                                          like_jnp(a, v, side), err_msg=f"{side}, {order}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(2, 40), n=st.integers(1, 70), m=st.integers(1, SHORT - 1),
+       dtype=st.sampled_from(["float32", "int8", "uint16"]), side=st.sampled_from(SIDES),
+       order=st.sampled_from(ORDERS), seed=st.integers(0, 2**32 - 1))
+def test_property_any_rows(rows, n, m, dtype, side, order, seed):
+    rng = np.random.default_rng(seed)
+    a = rows_of_keys(rng, rows, n, dtype)
+    v = row_needles(rng, a, m)
+    np.testing.assert_array_equal(cpu_search(a, v, side, order, "merge", 2, 16),
+                                  like_jnp(a, v, side))
+
+
+def test_64_bit_keys(x64):
+    rng = seeded("x64")
+    for dtype in ("int64", "uint64", "float64"):
+        a = rows_of_keys(rng, 30, 17, dtype)
+        v = row_needles(rng, a, 2)
+        for side in SIDES:
+            np.testing.assert_array_equal(cpu_search(a, v, side, "check", "merge", 1, 1 << 16),
+                                          like_jnp(a, v, side), err_msg=f"{dtype}, {side}")
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+@pytest.mark.parametrize("sorted_v", [None, True, False])
+def test_vmap_of_one_needle_per_row_is_one_custom_call(in_axes, sorted_v):
+    """The shape the route is for, through the public function: one custom
+    call and jnp's answers (jnp.searchsorted under vmap as the reference)."""
+    rng = seeded("vmap", in_axes, sorted_v)
+    a = jnp.asarray(np.sort(rng.standard_normal((300, 9)).astype(np.float32), axis=1))
+    v = jnp.asarray(rng.standard_normal((300,)).astype(np.float32))
+    a1 = a if in_axes[0] == 0 else a[0]
+    v1 = v if in_axes[1] == 0 else v[0]
+
+    def f(a, v):
+        return jaxsearch.searchsorted(a, v, sorted_v=sorted_v)
+
+    batched = jax.vmap(f, in_axes=in_axes)
+    assert_cpu_kernel(batched, a1, v1)
+    np.testing.assert_array_equal(batched(a1, v1), jax.vmap(jnp.searchsorted, in_axes)(a1, v1))
+
+
+def test_short_rows_plan_threads_by_their_probes():
+    """A short row's needle costs a probe per level, each a fresh row: the
+    plan counts probes, so 80,000 rows of one needle use both threads where
+    one row of 80,000 needles (a cache-friendly search each) does not, nor
+    do a few short rows."""
+    many = cpu.planned_threads(1, rows=80_000, n=9, threads=2, min_parallel=1 << 16)
+    few = cpu.planned_threads(1, rows=1_000, n=9, threads=2, min_parallel=1 << 16)
+    one_row = cpu.planned_threads(80_000, rows=1, n=9, threads=2, min_parallel=1 << 16)
+    assert (many, few, one_row) == (2, 1, 1)
