@@ -89,6 +89,13 @@ cdef enum:
     # Needles, at least, that merge_around_descents merges rather than
     # probes: a merge's setup costs about as many binary searches.
     MERGE_RUN = 64
+    # Needles count_kernel counts together (their counts stay in L1).
+    COUNT_BLOCK = 256
+    # Keys, at most, that count_kernel compares each needle with: at M = 1e6
+    # unsorted float32 needles on 2 cores it took 0.36 ms at N = 9 (the
+    # lower-bound search: 2.55 ms) and 1.0-1.3 ms at N = 32, where the
+    # lower-bound search takes 2.8 ms at N = 64.
+    COUNT_KEYS = 32
 
 
 cdef inline bint is_nan(key_t x) noexcept nogil:
@@ -519,6 +526,30 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
                     nan_answer = nan_needle_answer(a, n, levels, right)
                 out[k] = <idx_t>nan_answer
         j += LANES
+
+
+cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+                               idx_t* out, const side_t* side) noexcept nogil:
+    """Any needles in a short sorted `a` (NaN last): each needle's answer is
+    the count of keys before it, every key compared with COUNT_BLOCK needles
+    at a time (branch-free over the needles, so it vectorises), where jnp's
+    probes would take a dependent load per level. A NaN needle gets na
+    (left) or n (right)."""
+    cdef bint right = side_t is RightSide
+    cdef Py_ssize_t na = non_nan_prefix(a, n), start = 0, size, i, j
+    cdef idx_t counts[COUNT_BLOCK]
+    cdef key_t key
+    while start < m:
+        size = min(<Py_ssize_t>COUNT_BLOCK, m - start)
+        for j in range(size):
+            counts[j] = 0
+        for i in range(na):
+            key = a[i]
+            for j in range(size):
+                counts[j] += before(key, v[start + j], right)
+        for j in range(size):
+            out[start + j] = (<idx_t>(n if right else na)) if is_nan(v[start + j]) else counts[j]
+        start += size
 
 
 cdef inline void probe_rows(const key_t** a, const key_t** v, idx_t** out, Py_ssize_t n,

@@ -42,8 +42,8 @@ from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
-                             order_descents, merge_around_descents, probe_levels, probe_rows,
-                             CHECK_BLOCK, LANES)
+                             order_descents, merge_around_descents, probe_levels, probe_rows, count_kernel,
+                             CHECK_BLOCK, COUNT_KEYS, LANES)
 from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel, prefetch
 
 # `kernel`: which kernel serves sorted needles.
@@ -184,10 +184,16 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
                              idx_t* out, const SearchJob* job, int64_t a_row,
                              Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """Needles in any order, in a row of `a` sorted but for the descents
-    listed: by its bin table where there is one, else by the lower-bound
-    search, or jnp's probes where there are descents."""
-    cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef const BinTable* table = row_table(job, a_row, a, na, descent_count)
+    listed: counted in a short row; else by its bin table where there is
+    one, else by the lower-bound search, or jnp's probes where there are
+    descents."""
+    cdef Py_ssize_t na
+    cdef const BinTable* table
+    if n <= COUNT_KEYS and descent_count == 0:
+        count_kernel(a, n, v, m, out, side)
+        return
+    na = non_nan_prefix(a, n)
+    table = row_table(job, a_row, a, na, descent_count)
     if table != NULL:
         table_kernel(a, na, n, v, m, out, table, side)
     elif descent_count == 0:

@@ -53,8 +53,9 @@ def searchsorted(
       method: one of jnp's methods ("scan", "scan_unrolled", "sort",
         "compare_all") to run ``jnp.searchsorted`` with that method; None lets
         jaxsearch choose.
-      implementation: None (by platform: Cython on CPU, the GPU kernels on
-        CUDA/ROCm, jnp elsewhere), "cython", "pallas" (the GPU kernels in
+      implementation: None (by platform: Cython on CPU, but jnp for a
+        single key, which XLA fuses; the GPU kernels on CUDA/ROCm, jnp
+        elsewhere), "cython" (the same as None on CPU), "pallas" (the GPU kernels in
         Pallas; interpret mode on a CPU backend), "mosaic" (the same kernels
         in Pallas' Mosaic GPU backend, for compute capability 9.0 and above;
         its interpreter on a CPU backend), "triton" (the same kernels

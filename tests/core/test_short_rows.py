@@ -1,9 +1,11 @@
-"""Batches of short rows: a call of two rows or more with fewer than
-`SHORT_ROW_NEEDLES` needles a row (one needle per row under vmap, say) is
+"""Short rows. A batch of them, two rows or more with fewer than
+`SHORT_ROW_NEEDLES` needles a row (one needle per row under vmap, say), is
 searched across rows, by jnp's probes, whatever order it was asked for. Its
 answers are jnp's on any `a`, for every batch layout (an operand broadcast,
 several batch dimensions), at the route's edges and on several threads; and
-under vmap the public call stays one custom call."""
+under vmap the public call stays one custom call. A row of at most
+`COUNT_KEYS` keys found sorted counts its unsorted needles; a row of one key
+lowers to jnp's own search."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
 from helpers.keys import random_keys, sort_keys
-from helpers.served import assert_cpu_kernel
+from helpers.served import assert_cpu_kernel, assert_jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,3 +149,38 @@ def test_short_rows_plan_threads_by_their_probes():
     few = cpu.planned_threads(1, rows=1_000, n=9, threads=2, min_parallel=1 << 16)
     one_row = cpu.planned_threads(80_000, rows=1, n=9, threads=2, min_parallel=1 << 16)
     assert (many, few, one_row) == (2, 1, 1)
+
+
+COUNT_KEYS = 32  # search_kernels.pxd: rows of at most this many keys are counted
+
+
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint32"])
+@pytest.mark.parametrize("n", [2, 9, COUNT_KEYS, COUNT_KEYS + 1])
+def test_short_row_counted_answers_as_jnp(n, dtype, threads, min_parallel):
+    """Unsorted needles in one short row, sorted (counted) or not (probed),
+    with NaN keys and needles: jnp's answers either side of COUNT_KEYS."""
+    rng = seeded("count", n, dtype, threads)
+    for a in rows_of_keys(rng, 3, n, dtype):
+        v = row_needles(rng, a[None], 3000)[0]
+        for side in SIDES:
+            want = like_jnp(a, v, side)
+            for order, kernel in (("check", "merge"), ("check", "runs"), ("any", "bisect")):
+                np.testing.assert_array_equal(
+                    cpu_search(a, v, side, order, kernel, threads, min_parallel), want,
+                    err_msg=f"{side}, {order}, {kernel}, a sorted {bool(np.all(a[:-1] <= a[1:]))}")
+
+
+@pytest.mark.parametrize("sorted_v", [None, True, False])
+def test_a_single_key_lowers_to_jnp(sorted_v):
+    """One key is one compare per needle, which XLA fuses: the default call
+    lowers to jnp's search, under vmap too."""
+    a, v = jnp.array([0.5], jnp.float32), jnp.linspace(0.0, 1.0, 1000, dtype=jnp.float32)
+
+    def f(a, v):
+        return jaxsearch.searchsorted(a, v, sorted_v=sorted_v)
+
+    assert_jnp(f, a, v)
+    np.testing.assert_array_equal(f(a, v), jnp.searchsorted(a, v))
+    rows = jnp.tile(a, (4, 1)), jnp.tile(v, (4, 1))
+    assert_jnp(jax.vmap(f), *rows)
