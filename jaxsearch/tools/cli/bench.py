@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bench import patched, resampling, searchsorted
+from ..bench import patched, resampling, searchsorted, shapes
 from ..bench.timing import machine_info
 from .args import (
     HelpFormatter,
@@ -23,7 +23,7 @@ from .args import (
     show_number,
 )
 
-FAMILIES = ("searchsorted", "resampling", "patched")
+FAMILIES = ("searchsorted", "resampling", "patched", "shapes")
 # What the resampling family allows a call when --max-call-s is not given.
 RESAMPLING_MAX_CALL_S = 5.0
 
@@ -63,17 +63,21 @@ def add_bench_parser(sub: Any) -> None:
         description="The full benchmark of one family against its peers on this machine: "
                     "prints a table and writes the results into --output: "
                     "bench_<device kind>.json and .png (searchsorted), "
-                    "resampling_<device kind>.json or patched_<device kind>.json.",
+                    "resampling_<device kind>.json, patched_<device kind>.json or "
+                    "shapes_<device kind>.json.",
         formatter_class=HelpFormatter)
     b.add_argument("--family", choices=FAMILIES, default="searchsorted",
                    help="searchsorted: the search against its peers; resampling: "
                         "particle-filter ancestors, searchsorted_cumsum against a numba "
                         "callback, jnp and numpy; patched: unchanged jnp code (histogram, "
-                        "random.choice, interp...), stock against jaxsearch.patch()")
+                        "random.choice, interp...), stock against jaxsearch.patch(); "
+                        "shapes: the default call against jnp's on a grid of shapes, single "
+                        "rows and vmapped batches, printing the cells that miss its contract")
     b.add_argument("--quick", action="store_true",
                    help=f"a small grid (sizes {show_list(grids.quick.sizes)}, "
                         f"{show_list(grids.quick.dtypes)}; resampling: 1e4, 1e5 and 16x1e3 "
-                        "under vmap; patched: 1e4 and 4x1e3 under vmap): a minute or two")
+                        "under vmap; patched: 1e4 and 4x1e3 under vmap; shapes: N in 1, 200 "
+                        "and M in 1, 1e4, and two small batches): a minute or two")
     b.add_argument("--output", type=Path, default=Path("."), metavar="DIR",
                    help="folder for the JSON (and PNG)")
     b.add_argument("--sizes", type=parse_counts,
@@ -104,7 +108,8 @@ def add_bench_parser(sub: Any) -> None:
 def run_bench(args: argparse.Namespace) -> int:
     """Run the family's benchmark, or with --replot report a saved run of it;
     print the table and the files written. Exit status 1 where a patched run
-    was not served by jaxsearch or differed from stock's answer."""
+    was not served by jaxsearch or differed from stock's answer, or a shapes
+    cell's answers differed from jnp's."""
     ok = True
     if args.replot:
         data = json.loads(args.replot.read_text())
@@ -117,6 +122,8 @@ def run_bench(args: argparse.Namespace) -> int:
             table, paths = resampling.table(resampling.results_from_json(data)), {}
         elif args.family == "patched":
             table, paths = patched.table(patched.results_from_json(data)), {}
+        elif args.family == "shapes":
+            table, paths = shapes.table(shapes.results_from_json(data)), {}
         else:
             table, paths = searchsorted.replot(
                 data, args.output / args.replot.with_suffix(".png").name)
@@ -128,6 +135,10 @@ def run_bench(args: argparse.Namespace) -> int:
     elif args.family == "patched":
         table, path, ok = patched.bench(quick=args.quick, output=args.output,
                                         repeats=args.bench_repeats or 5, sizes=args.sizes)
+        paths = {"json": path}
+    elif args.family == "shapes":
+        table, path, ok = shapes.bench(quick=args.quick, output=args.output,
+                                       repeats=args.bench_repeats)
         paths = {"json": path}
     else:
         grid = searchsorted.GRIDS.pick(args.quick)
