@@ -72,7 +72,7 @@ cdef enum:
     # leave the search lanes empty and the per-row setup (check, table,
     # parts) costs more than the search. Float32 under vmap, 2 cores: per
     # row, 20,000 rows of 16 keys and 16 needles took 1.4-2.1x jnp's time;
-    # across rows 0.45-0.6x (docs/performance.md, Short rows).
+    # across rows 0.45-0.6x (docs/performance.md, Shapes).
     SHORT_ROW_LIMIT = 64
 
 # The key dtypes the kernels take (run_part gives each its C type).
