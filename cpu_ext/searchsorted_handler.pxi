@@ -42,9 +42,9 @@ from xla_ffi cimport *
 from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide, Trusted,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
-                             order_descents, merge_around_descents, probe_levels, probe_rows, count_kernel,
-                             CHECK_BLOCK, COUNT_KEYS, LANES)
-from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel, prefetch
+                             order_descents, merge_around_descents, probe_levels, probe_rows,
+                             count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
+from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -424,19 +424,14 @@ cdef bint short_rows(int64_t rows, int64_t m) noexcept nogil:
     return rows > 1 and 0 < m < SHORT_ROW_LIMIT
 
 
-cdef int64_t short_row_parts(int64_t rows, int64_t n, int64_t m, int threads,
-                             int64_t min_parallel) noexcept nogil:
-    """Phase 1's parts for short rows: runs of whole rows, as many as a row
-    would be cut into whose needles were the rows' probes (each probe of a
-    short row is a fresh miss, as a needle of a long row costs about one)."""
-    return slices_per_row(rows * m * probe_levels(n), threads, min_parallel)
-
-
 cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
                        int64_t min_parallel) noexcept nogil:
-    """Phase 1's parts for `rows` rows of m needles in n keys."""
+    """Phase 1's parts for `rows` rows of m needles in n keys. Short rows are
+    cut into runs of whole rows, as many as a row would be cut into whose
+    needles were the rows' probes (each probe of a short row is a fresh
+    miss, as a needle of a long row costs about one)."""
     if short_rows(rows, m):
-        return short_row_parts(rows, n, m, threads, min_parallel)
+        return slices_per_row(rows * m * probe_levels(n), threads, min_parallel)
     return rows * slices_per_row(m, threads, min_parallel)
 
 
