@@ -34,7 +34,7 @@ from ...pallas_kernels import BACKENDS
 from ..grids import Grids
 from .patched_report import PatchedResult, compare, results_from_json, results_json, table
 from .patched_workloads import WORKLOADS, WORKLOADS_BY_NAME, PatchedProblem, build
-from .timing import Progress, measure_all, save_run
+from .timing import Progress, measure_all, run_each, save_run
 
 # jaxsearch's CPU kernels are XLA custom calls whose targets start with
 # "jaxsearch" (the search's, the fused cumsum search's, and any later one);
@@ -117,14 +117,8 @@ def run(probs: Sequence[PatchedProblem], *, repeats: int = 5, budget_s: float = 
     if is_patched():
         raise RuntimeError("the patch is in force: stock runs need jax's own functions "
                            "(run without jaxsearch.autopatch)")
-    results = []
-    for problem in probs:
-        if progress:
-            progress.show(problem.label)
-        results.append(run_one(problem, repeats=repeats, budget_s=budget_s))
-        if progress:
-            progress.step()
-    return results
+    return run_each(probs, functools.partial(run_one, repeats=repeats, budget_s=budget_s),
+                    progress)
 
 
 def bench(*, quick: bool, output: Path, repeats: int = 5,

@@ -27,7 +27,7 @@ import numpy as np
 from ...core import api
 from ..grids import Grids
 from .format import fmt_count, fmt_ms, fmt_x, format_table
-from .timing import Progress, Timing, measure_all, save_run, timing_from_json, timing_json
+from .timing import Progress, Timing, measure_all, run_each, save_run, timing_from_json, timing_json
 
 # Never slower than jnp: at most this much of its time, or within SLACK_S.
 TOLERANCE = 1.05
@@ -184,14 +184,7 @@ def run_one(problem: ShapeProblem, *, repeats: int = 7, budget_s: float = 1.0) -
 
 def run(probs: Sequence[ShapeProblem], *, repeats: int = 7,
         progress: Progress | None = None) -> list[ShapeResult]:
-    results = []
-    for problem in probs:
-        if progress:
-            progress.show(problem.label)
-        results.append(run_one(problem, repeats=repeats))
-        if progress:
-            progress.step()
-    return results
+    return run_each(probs, functools.partial(run_one, repeats=repeats), progress)
 
 
 def table(results: Sequence[ShapeResult]) -> str:

@@ -118,6 +118,20 @@ class Progress:
         self.stream.flush()
 
 
+def run_each(problems: Sequence[Any], run_one: Callable[[Any], Any],
+             progress: Progress | None = None) -> list[Any]:
+    """`run_one(problem)` for each problem in turn, each shown on `progress`
+    (by its ``label``) while it runs and counted when done."""
+    results = []
+    for problem in problems:
+        if progress:
+            progress.show(problem.label)
+        results.append(run_one(problem))
+        if progress:
+            progress.step()
+    return results
+
+
 # ---------------------------------------------------------------- timing
 
 
