@@ -310,7 +310,7 @@ cdef const char* cumsum_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     if message != NULL or job.parts[0] == 0:  # an error, or an empty batch
         free_cumsum_job(job)
         return message
-    advise_huge_pages(job.shape.out_buf)
+    advise_output_pages(job.shape.out_buf)
     start_tasks(cf, &job.head, call_threads(attrs.threads, job.parts[0]) - 1)
     # Returns once every phase is done: pool tasks that start later find
     # nothing left, and the last one to let go frees the job.

@@ -7,6 +7,7 @@ from libc.stdlib cimport calloc
 from libc.string cimport memcmp, strlen
 
 from xla_ffi cimport *
+from huge_pages cimport advise_huge_pages
 
 # `order`: what is known of the needles' order (and a's).
 cdef enum:
@@ -32,11 +33,6 @@ cdef enum:
 cdef enum:
     MESSAGE_SIZE = 160
 
-# 2 MiB, as a literal: Cython 3.3 crashes on a shift in an enum under
-# overflowcheck (the debug_checks build).
-cdef enum:
-    HUGE_PAGE = 2097152
-
 cdef extern from "<fenv.h>" nogil:
     ctypedef struct fenv_t:
         pass
@@ -45,10 +41,6 @@ cdef extern from "<fenv.h>" nogil:
 
 cdef extern from "<sched.h>" nogil:
     int sched_yield()
-
-cdef extern from "<sys/mman.h>" nogil:
-    int madvise(void* addr, size_t length, int advice)
-    int MADV_HUGEPAGE
 
 cdef extern from *:
     """
@@ -202,23 +194,14 @@ cdef void next_row(const Shape* shape, RowCursor* cursor) noexcept nogil:
         d -= 1
 
 
-cdef void advise_huge_pages(XLA_FFI_Buffer* out) noexcept nogil:
-    """Asks for 2 MiB pages under a large output, before it is first written.
-
-    XLA's CPU buffers come on 4 KiB pages (numpy asks for huge pages for its
-    own large arrays). A fresh 40 MB output then costs ~10,000 page faults
-    and a TLB miss per page while the merge streams through it. Only whole
-    huge pages inside the buffer are advised; an error (no THP) is harmless.
-    """
+cdef void advise_output_pages(XLA_FFI_Buffer* out) noexcept nogil:
+    """Asks for 2 MiB pages under a large output, before it is first written
+    (huge_pages.pxd): XLA's CPU buffers come on 4 KiB pages."""
     cdef size_t nbytes = (4 if out.dtype == XLA_FFI_DataType_S32 else 8)
     cdef int64_t d
-    cdef size_t start, stop
     for d in range(out.rank):
         nbytes *= <size_t>out.dims[d]
-    start = (<size_t>out.data + HUGE_PAGE - 1) & ~(<size_t>HUGE_PAGE - 1)
-    stop = (<size_t>out.data + nbytes) & ~(<size_t>HUGE_PAGE - 1)
-    if stop >= start + 2 * HUGE_PAGE:
-        madvise(<void*>start, stop - start, MADV_HUGEPAGE)
+    advise_huge_pages(out.data, nbytes)
 
 
 # ----------------------------------------------------------------------

@@ -512,7 +512,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     if message != NULL:
         free_search_job(job)
         return message
-    advise_huge_pages(job.shape.out_buf)
+    advise_output_pages(job.shape.out_buf)
     start_tasks(cf, &job.head, call_threads(attrs.threads, job.parts[1]) - 1)
     search_work(job)
     # Parts claimed by pool tasks may still be running; unstarted tasks are
