@@ -8,6 +8,8 @@ WEIGHT_DTYPE_NAMES: tuple[str, ...]
 MAX_SEGMENT: int
 MAX_HISTOGRAM_EDGES: int
 SHORT_ROW_NEEDLES: int
+BUCKET_MIN_BYTES: int
+BUCKET_KEYS_PER_NEEDLE: int
 
 def handler_capsule() -> Any: ...
 def runs_x86_64_v3() -> bool: ...

@@ -28,6 +28,10 @@
 # does. The table of a row is built by the first part of phase 1 that
 # searches needles out of order in it, so that sorted needles never pay
 # for it.
+# One row of many needles out of order in a large `a` takes its table by
+# buckets (bucket_search.pxd), in one part per thread, as each part reads
+# all of `a`; a checked call's phase 0 then checks the needles' order too,
+# so that sorted needles keep the merge's many parts (plan_buckets).
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -45,6 +49,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
 from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel
+from bucket_search cimport bucket_kernel, buckets_pay
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -125,6 +130,11 @@ cdef struct SearchJob:
     long* table_states              # rows of a: TABLE_PENDING, TABLE_BUILT or TABLE_NONE
     int64_t table_rows
     long descent_room
+    bint buckets                    # unsorted needles by buckets (bucket_search.pxd)
+    long bucket_slices              # phase 1's parts per row with buckets
+    long v_check_slices             # phase 0's parts that check the needles' order
+    long v_unsorted                 # 1 where they found it broken
+    long checks_to_go               # phase 0's parts not done (the last settles the buckets)
     Shape shape
     bint right
     int order
@@ -195,7 +205,8 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
     na = non_nan_prefix(a, n)
     table = row_table(job, a_row, a, na, descent_count)
     if table != NULL:
-        table_kernel(a, na, n, v, m, out, table, side)
+        if not (job.buckets and bucket_kernel(a, na, n, v, m, out, table, side)):
+            table_kernel(a, na, n, v, m, out, table, side)
     elif descent_count == 0:
         lower_bound_kernel(a, n, v, m, out, side)
     else:
@@ -243,16 +254,26 @@ cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t 
     return True
 
 
-cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
+cdef void check_part(const SearchJob* job, long part, const key_t* a,
+                     const key_t* v) noexcept nogil:
     """Phase 0: one share of a row of `a`, whose pairs (a[t - 1], a[t]) for
     t in [lo, hi) must be in jnp's order; the row is flagged where not, or,
-    where the job lists descents, where list_descents gives up."""
+    where the job lists descents, where list_descents gives up. Parts past
+    a's rows check a share of the needles' order instead, where the job
+    plans buckets for needles out of order (plan_buckets)."""
     cdef long row = part // job.check_slices, piece = part % job.check_slices
     cdef int64_t n = job.shape.n
     cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
     cdef int64_t hi = n * (piece + 1) // job.check_slices
     cdef int64_t stop
     cdef long count
+    if row >= operand_rows(job.shape.a_buf):
+        piece = part - row * job.check_slices
+        lo = max(job.shape.m * piece // job.v_check_slices, <int64_t>1)
+        hi = job.shape.m * (piece + 1) // job.v_check_slices
+        if not in_order_blocks(v, lo, hi, True):
+            atomic_store(&job.v_unsorted, 1)
+        return
     a += row * n
     if job.descent_counts == NULL:
         if not in_order_blocks(a, lo, hi, True):
@@ -333,7 +354,7 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
                   const key_t* v) noexcept nogil:
     if phase == 0:
-        check_part(job, part, a)
+        check_part(job, part, a, v)
     elif job.rows_per_part and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_short_rows(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     elif job.rows_per_part:
@@ -372,6 +393,50 @@ cdef void run_part(const SearchJob* job, int phase, long part) noexcept nogil:
         run_key(job, phase, part, <const uint64_t*>a, <const uint64_t*>v)
 
 
+cdef void use_buckets(SearchJob* job) noexcept nogil:
+    """Phase 1 searches the needles by buckets, in fewer parts: each part
+    partitions its own needles and reads all of `a` (bucket_search.pxd)."""
+    job.buckets = True
+    job.slices = min(job.slices, job.bucket_slices)
+    job.parts[1] = job.shape.rows * job.slices
+
+
+cdef void settle_buckets(SearchJob* job) noexcept nogil:
+    """After phase 0's checks: buckets where the needles are out of order."""
+    if atomic_load(&job.v_unsorted):
+        use_buckets(job)
+
+
+cdef void plan_buckets(SearchJob* job, int threads) noexcept nogil:
+    """Buckets for a checked row whose needles may be out of order, where
+    they pay (buckets_pay): at once where the needles were not promised
+    sorted, else once phase 0 has also checked their order (one read of
+    them more; sorted needles keep the merge and its many parts)."""
+    if job.shape.rows != 1 or not buckets_pay(job.shape.n, key_bytes(job.shape.a_buf.dtype),
+                                              job.shape.m):
+        return
+    job.bucket_slices = threads
+    if job.order == ORDER_ANY:
+        use_buckets(job)
+        return
+    job.v_check_slices = slices_per_row(job.shape.m, threads, CHECK_GRAIN)
+    job.parts[0] += job.v_check_slices
+    job.checks_to_go = job.parts[0]
+
+
+cdef int key_bytes(XLA_FFI_DataType dtype) noexcept nogil:
+    """The bytes of a key of one of KEY_DTYPES."""
+    if dtype == XLA_FFI_DataType_F64 or dtype == XLA_FFI_DataType_S64 \
+            or dtype == XLA_FFI_DataType_U64:
+        return 8
+    if dtype == XLA_FFI_DataType_F32 or dtype == XLA_FFI_DataType_S32 \
+            or dtype == XLA_FFI_DataType_U32:
+        return 4
+    if dtype == XLA_FFI_DataType_S16 or dtype == XLA_FFI_DataType_U16:
+        return 2
+    return 1
+
+
 cdef void wait_for_parts(SearchJob* job, int phase) noexcept nogil:
     """Until every part of the phase is done (each one claimed already)."""
     while atomic_load(&job.done_parts[phase]) < job.parts[phase]:
@@ -390,6 +455,10 @@ cdef void search_work(void* data) noexcept nogil:
         part = fetch_add(&job.next_part[phase], 1)
         while part < job.parts[phase]:
             run_part(job, phase, part)
+            # The last check of a job that plans buckets settles them, before
+            # phase 1 reads its parts.
+            if phase == 0 and job.v_check_slices and fetch_add(&job.checks_to_go, -1) == 1:
+                settle_buckets(job)
             fetch_add(&job.done_parts[phase], 1)
             part = fetch_add(&job.next_part[phase], 1)
         if phase == 0:
@@ -481,6 +550,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         if job.tables == NULL or job.table_claims == NULL:
             return b"jaxsearch: out of memory"
         job.table_states = job.table_claims + a_rows
+        plan_buckets(job, threads)
     return NULL
 
 

@@ -1,0 +1,174 @@
+# The bucket search: many needles in any order in a row of `a` too large for
+# the cache, searched through its bin table (bin_table.pxd) bucket by
+# bucket. A bucket is a run of 2^shift neighbouring bins, whose keys (on
+# evenly spread keys) and table entries fit in a core's L2. The needles are
+# copied bucket by bucket, each with its position (a counting sort by
+# bucket: two passes over them), then searched by table_kernel in that
+# order, and their answers put back in place a stretch of `out` at a time.
+# Searched in their own order, a needle took a cache miss for its table
+# entry and one or two for its window; here the bucket's entries and keys
+# are read about once while its needles are searched.
+#
+# The partition only orders the work: each needle is answered by
+# table_kernel, so the answers are jnp's on any `a` the table takes
+# (descents included).
+from libc.stdint cimport uint32_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from search_kernels cimport key_t, idx_t, side_t
+from bin_table cimport BinTable, TABLE_KEYS_PER_BIN, bin_of, table_kernel
+from huge_pages cimport huge_malloc
+
+cdef enum:
+    # Bytes of keys per bucket, on evenly spread keys: within a core's L2.
+    BUCKET_BYTES = 262144  # 2**18
+    # Bytes of `a`, at least, for buckets to pay (float32, 2 cores, 1e6
+    # needles and more: at 4 MB they took 1.6x the bin table's time, at
+    # 40 MB 0.5x).
+    BUCKET_MIN_BYTES = 16777216  # 2**24
+    # Keys per needle, at most, for buckets to pay (at 10 keys per needle,
+    # 1e6 needles in 1e7 float32 keys, they took 0.7-0.8x the bin table's
+    # time).
+    BUCKET_DENSITY = 16
+    # Needles searched together (their answers kept aside, then laid over
+    # their keys): a few table blocks.
+    SEARCH_CHUNK = 4096
+    # Positions of `out` filled together by place_answers: their stores
+    # stay in L2.
+    PLACE_NEEDLES = 65536
+
+
+cdef struct Buckets:
+    int shift           # a needle's bucket: its bin >> shift
+    Py_ssize_t count    # buckets
+    Py_ssize_t* offset  # count + 1 entries: where each bucket's needles start
+
+
+cdef inline int bucket_shift(Py_ssize_t key_bytes) noexcept nogil:
+    """log2 of the bins per bucket: the most whose keys fit BUCKET_BYTES
+    on evenly spread keys."""
+    cdef int shift = 0
+    while (TABLE_KEYS_PER_BIN * key_bytes) << (shift + 1) <= BUCKET_BYTES:
+        shift += 1
+    return shift
+
+
+cdef inline bint buckets_pay(Py_ssize_t n, Py_ssize_t key_bytes, Py_ssize_t m) noexcept nogil:
+    """Whether a row of m needles in any order in n keys is searched by
+    buckets: its keys far larger than a core's caches, and the needles
+    dense enough that a bucket's keys are read for more than a few."""
+    return n * key_bytes >= BUCKET_MIN_BYTES and m * BUCKET_DENSITY >= n
+
+
+cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v,
+                                   Py_ssize_t m, key_t* keys, uint32_t* at) noexcept nogil:
+    """The needles into keys[0:m], bucket after bucket, each with its
+    position in `at`, in order within a bucket; b.offset[c] is where
+    bucket c's start."""
+    cdef Py_ssize_t j, c
+    for c in range(b.count + 1):
+        b.offset[c] = 0
+    for j in range(m):
+        b.offset[(bin_of(t, v[j]) >> b.shift) + 1] += 1
+    for c in range(1, b.count + 1):
+        b.offset[c] += b.offset[c - 1]
+    for j in range(m):
+        c = bin_of(t, v[j]) >> b.shift
+        keys[b.offset[c]] = v[j]
+        at[b.offset[c]] = <uint32_t>j
+        b.offset[c] += 1
+    # Each offset is now its bucket's end: shift them back to starts.
+    for c in range(b.count, 0, -1):
+        b.offset[c] = b.offset[c - 1]
+    b.offset[0] = 0
+
+
+cdef inline void place_answers(const Buckets* b, const idx_t* answers, const uint32_t* at,
+                               Py_ssize_t m, idx_t* out) noexcept nogil:
+    """out[at[k]] = answers[k], with each bucket's positions rising: out is
+    filled PLACE_NEEDLES positions at a time, from each bucket's next run of
+    answers in them, so that its stores stay in cache (in bucket order,
+    each store was a cache miss). Reads each answer as stored, by memcpy
+    (see search_in_buckets)."""
+    cdef Py_ssize_t* next = <Py_ssize_t*>malloc(b.count * sizeof(Py_ssize_t))
+    cdef Py_ssize_t c, k, stop, limit = 0
+    cdef idx_t r
+    if next == NULL:  # one bucket's run at a time: slower, the same answers
+        for k in range(m):
+            memcpy(&r, &answers[k], sizeof(idx_t))
+            out[at[k]] = r
+        return
+    for c in range(b.count):
+        next[c] = b.offset[c]
+    while limit < m:
+        limit = min(limit + PLACE_NEEDLES, m)
+        for c in range(b.count):
+            k, stop = next[c], b.offset[c + 1]
+            while k < stop and at[k] < limit:
+                memcpy(&r, &answers[k], sizeof(idx_t))
+                out[at[k]] = r
+                k += 1
+            next[c] = k
+    free(next)
+
+
+cdef inline void search_in_buckets(const key_t* a, Py_ssize_t na, Py_ssize_t n,
+                                   const key_t* keys, Py_ssize_t m, idx_t* answers,
+                                   idx_t* chunk, const BinTable* t,
+                                   const side_t* side) noexcept nogil:
+    """table_kernel over the partitioned needles, SEARCH_CHUNK at a time
+    into `chunk`, each chunk's answers then copied over its own keys' bytes
+    (answers[k] lies at or before keys[k] where an answer is no wider than
+    a key; else `answers` is apart): by memcpy, whose bytes may alias the
+    keys, as stores of idx_t over them may not."""
+    cdef Py_ssize_t j = 0, size
+    while j < m:
+        size = min(<Py_ssize_t>SEARCH_CHUNK, m - j)
+        table_kernel(a, na, n, keys + j, size, chunk, t, side)
+        memcpy(&answers[j], chunk, size * sizeof(idx_t))
+        j += size
+
+
+cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
+                               Py_ssize_t m, idx_t* out, const BinTable* t,
+                               const side_t* side) noexcept nogil:
+    """Any needles in a row of `a` whose first na keys hold no NaN, with
+    its bin table `t`, as table_kernel answers them, by buckets (see the
+    top of this file); False, nothing written, where the table is one
+    bucket, or the partition cannot be made (m of 2^32 or more, out of
+    memory). Whether buckets pay is the caller's to decide (buckets_pay).
+    Takes m needles' keys and 4-byte positions of memory (and m answers,
+    where an answer is wider than a key)."""
+    cdef Buckets b
+    cdef key_t* keys
+    cdef uint32_t* at
+    cdef idx_t* answers
+    cdef idx_t* chunk
+    if m > <Py_ssize_t>0xffffffff or t.bins >> bucket_shift(sizeof(key_t)) == 0:
+        return False
+    b.shift = bucket_shift(sizeof(key_t))
+    b.count = (t.bins >> b.shift) + 1
+    b.offset = <Py_ssize_t*>malloc((b.count + 1) * sizeof(Py_ssize_t))
+    keys = <key_t*>huge_malloc(m * sizeof(key_t))
+    at = <uint32_t*>huge_malloc(m * sizeof(uint32_t))
+    chunk = <idx_t*>malloc(SEARCH_CHUNK * sizeof(idx_t))
+    answers = <idx_t*>keys if sizeof(idx_t) <= sizeof(key_t) else <idx_t*>huge_malloc(m * sizeof(idx_t))
+    if b.offset == NULL or keys == NULL or at == NULL or chunk == NULL or answers == NULL:
+        if answers != <idx_t*>keys:
+            free(answers)
+        free(b.offset)
+        free(keys)
+        free(at)
+        free(chunk)
+        return False
+    partition_needles(t, &b, v, m, keys, at)
+    search_in_buckets(a, na, n, keys, m, answers, chunk, t, side)
+    place_answers(&b, answers, at, m, out)
+    if answers != <idx_t*>keys:
+        free(answers)
+    free(b.offset)
+    free(keys)
+    free(at)
+    free(chunk)
+    return True

@@ -1,0 +1,105 @@
+"""The bucket search (cpu_ext/bucket_search.pxd): one row of many needles in
+any order in a sorted `a` of BUCKET_MIN_BYTES or more, partitioned by
+bucket of its bin table, searched bucket by bucket, and put back in place.
+
+The rows here just reach the route (one needle per BUCKET_KEYS_PER_NEEDLE
+keys and a little more), for the orders that take it at once (any) and after
+checking the needles (check). Each case differs from the easy one in a way
+the route has to keep exact: skewed keys (crowded buckets), a NaN tail,
+descents (marked bins, jnp's probes), NaN and out-of-range needles, both
+sides, 8-byte keys, answers wider than the keys (int64 under x64), and a
+needle count that leaves a tail past the search's chunks.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, seeded
+from helpers.tiers import full
+
+from jaxsearch.core import cpu
+
+pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
+
+MIN_BYTES = cpu._ext.BUCKET_MIN_BYTES if cpu.AVAILABLE else 1 << 24
+KEYS_PER_NEEDLE = cpu._ext.BUCKET_KEYS_PER_NEEDLE if cpu.AVAILABLE else 16
+
+
+@functools.cache
+def row(kind: str, dtype: str) -> np.ndarray:
+    """A sorted row of `a` just past the route's size, of one kind."""
+    rng = seeded(kind, dtype)
+    n = MIN_BYTES // np.dtype(dtype).itemsize + 4099
+    if kind == "crowded":
+        a = np.sort(rng.lognormal(0, 3, n))
+    else:
+        a = np.sort(rng.standard_normal(n) * 1e3)
+    a = a.astype(dtype)
+    if kind == "NaN tail":
+        a[-n // 7:] = np.nan
+    elif kind == "descents":
+        at = rng.choice(np.arange(1, n), 40, replace=False)
+        a[at] = np.nextafter(a[at - 1], -np.inf)
+    return a
+
+
+def needles(a: np.ndarray, seed: str) -> np.ndarray:
+    """Unsorted needles, enough for the route: keys of `a` and their
+    neighbours, values in and beyond its range, a few NaN."""
+    rng = seeded(seed)
+    m = a.size // KEYS_PER_NEEDLE + 333
+    finite = a[np.isfinite(a)]
+    v = np.concatenate([rng.choice(finite, m // 2),
+                        rng.uniform(finite[0] * 1.5 - 1, finite[-1] * 1.5 + 1, m - m // 2)])
+    v = v.astype(a.dtype)
+    v[: m // 4] = np.nextafter(v[: m // 4], np.inf)
+    if np.issubdtype(a.dtype, np.floating):
+        v[rng.integers(0, m, 5)] = np.nan
+    return rng.permutation(v)
+
+
+@pytest.mark.parametrize("kind", ["normal", "crowded", "NaN tail", "descents"])
+@pytest.mark.parametrize("order", ["any", "check"])
+def test_row_answers_as_jnp(kind, order):
+    a = row(kind, "float32")
+    v = needles(a, kind)
+    for side in SIDES:
+        want = like_jnp(a, v, side)
+        for threads, min_parallel in ((1, 1 << 16), (2, 1024)):
+            got = cpu_search(a, v, side, order, "merge", threads, min_parallel)
+            np.testing.assert_array_equal(got, want, err_msg=f"{side}, {threads} threads")
+
+
+@pytest.mark.parametrize("dtype", [pytest.param("float64", marks=full), "int32",
+                                   pytest.param("uint32", marks=full)])
+def test_other_keys(dtype, x64):
+    """Under x64, so that float64 stays 8 bytes a key."""
+    a = row("normal", dtype) if dtype.startswith("float") else np.sort(
+        seeded(dtype).integers(0, 1 << 30, MIN_BYTES // 4 + 77).astype(dtype))
+    v = needles(a, dtype)
+    for side in SIDES:
+        np.testing.assert_array_equal(cpu_search(a, v, side, "any", "merge", 2, 1024),
+                                      like_jnp(a, v, side), err_msg=side)
+
+
+def test_answers_wider_than_keys(x64):
+    """int64 answers for float32 keys: held apart from the keys."""
+    a = row("normal", "float32")
+    v = needles(a, "wide")
+    got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side="left", order="any", kernel="merge",
+                     out_dtype=np.dtype(np.int64), threads=2, min_parallel=1024)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, "left"))
+
+
+def test_sorted_needles_keep_their_answers():
+    """The checked call on sorted needles, of the same size (no buckets)."""
+    a = row("normal", "float32")
+    v = np.sort(needles(a, "sorted"))
+    for side in SIDES:
+        np.testing.assert_array_equal(cpu_search(a, v, side, "check", "merge", 2, 1024),
+                                      like_jnp(a, v, side), err_msg=side)
