@@ -134,6 +134,7 @@ cdef struct SearchJob:
     long bucket_slices              # phase 1's parts per row with buckets
     long v_check_slices             # phase 0's parts that check the needles' order
     long v_unsorted                 # 1 where they found it broken
+    bint v_sorted                   # they found it kept (NaN last)
     long checks_to_go               # phase 0's parts not done (the last settles the buckets)
     Shape shape
     bint right
@@ -218,13 +219,15 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
                        Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`, known sorted (or
     sorted but for the descents listed) or not. Each part checks its own
-    needles, so parts of one row may take different kernels."""
+    needles (unless phase 0 did), so parts of one row may take different
+    kernels."""
     # jnp's probes answer any needles in any `a`, so they need no check.
     if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
     elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY:
         search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
-    elif job.order == ORDER_SORTED:
+    # Needles that phase 0 found sorted need no check of their own.
+    elif job.order == ORDER_SORTED or (job.v_sorted and descent_count == 0):
         search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
     # The runs kernel takes no descents.
     elif ((descent_count > 0 and job.kernel == KERNEL_RUNS)
@@ -402,9 +405,12 @@ cdef void use_buckets(SearchJob* job) noexcept nogil:
 
 
 cdef void settle_buckets(SearchJob* job) noexcept nogil:
-    """After phase 0's checks: buckets where the needles are out of order."""
+    """After phase 0's checks: buckets where the needles are out of order;
+    else they are known sorted, and phase 1 merges them unchecked."""
     if atomic_load(&job.v_unsorted):
         use_buckets(job)
+    else:
+        job.v_sorted = True
 
 
 cdef void plan_buckets(SearchJob* job, int threads) noexcept nogil:

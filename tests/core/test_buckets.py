@@ -96,10 +96,12 @@ def test_answers_wider_than_keys(x64):
     np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, "left"))
 
 
-def test_sorted_needles_keep_their_answers():
-    """The checked call on sorted needles, of the same size (no buckets)."""
-    a = row("normal", "float32")
-    v = np.sort(needles(a, "sorted"))
+@pytest.mark.parametrize("kind", ["normal", "descents", "NaN tail"])
+def test_sorted_needles_keep_their_answers(kind):
+    """The checked call on sorted needles (NaN last) of the same size: found
+    sorted in phase 0, merged unchecked (around the descents, if any)."""
+    a = row(kind, "float32")
+    v = np.sort(needles(a, kind))
     for side in SIDES:
         np.testing.assert_array_equal(cpu_search(a, v, side, "check", "merge", 2, 1024),
                                       like_jnp(a, v, side), err_msg=side)
