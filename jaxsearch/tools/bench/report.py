@@ -76,6 +76,9 @@ def describe(impl: str) -> str:
     """What an impl named in the tables is, for their legends."""
     if impl.startswith("jnp "):
         return f"jnp.searchsorted(a, v, method={impl.removeprefix('jnp ')!r})"
+    if impl.startswith("numpy ") and "(Python " in impl:
+        return ("numpy.searchsorted in another Python (--numpy-python), in a worker process: "
+                "each time holds a round trip over a pipe; answers compared with this numpy's")
     return _DESCRIPTIONS.get(impl, "an implementation of this run")
 
 

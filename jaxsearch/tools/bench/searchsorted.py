@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..grids import Grids
+from .other_numpy import numpy_process_impl
 from .peers import (
     Problem,
     copy_impl,
@@ -100,8 +101,11 @@ def fit_to_memory(grid: BenchGrid) -> BenchGrid:
     return dataclasses.replace(grid, sizes=sizes)
 
 
-def bench(grid: BenchGrid, output: Path) -> tuple[str, dict[str, Path]]:
+def bench(grid: BenchGrid, output: Path,
+          numpy_python: str | None = None) -> tuple[str, dict[str, Path]]:
     """Run the full benchmark over `grid`; write JSON and PNG into `output`.
+    With `numpy_python`, the numpy of that Python is a peer too, beside this
+    one's (other_numpy.py).
 
     Returns:
       (table, {"json": path, "png": path}); "png" is missing when matplotlib
@@ -109,6 +113,9 @@ def bench(grid: BenchGrid, output: Path) -> tuple[str, dict[str, Path]]:
     """
     grid = fit_to_memory(grid)
     problems, impls = grid.problems(), peer_impls()
+    if numpy_python:
+        after = next(k for k, i in enumerate(impls) if i.group == "numpy") + 1
+        impls.insert(after, numpy_process_impl(numpy_python))
     progress = Progress(len(problems), "bench")
     results = run_suite(problems, impls, repeats=grid.repeats, budget_s=grid.budget_s,
                         max_call_s=grid.max_call_s, progress=progress)

@@ -100,6 +100,10 @@ def add_bench_parser(sub: Any) -> None:
                    help="skip peers estimated to take longer than this per call; "
                         "searchsorted " + grid_default(grids, lambda g: f"{g.max_call_s:g}")
                         + f", resampling (default: {RESAMPLING_MAX_CALL_S:g})")
+    b.add_argument("--numpy-python", metavar="PYTHON",
+                   help="searchsorted: also time the numpy of this Python interpreter "
+                        "beside this one's; numpy 2.5 needs Python 3.12, so a python3.12 "
+                        "with numpy installed (default: none)")
     b.add_argument("--replot", type=Path, metavar="JSON",
                    help="measure nothing: print the table and write the PNG of a saved run "
                         "(default: none: measure a new run)")
@@ -146,7 +150,7 @@ def run_bench(args: argparse.Namespace) -> int:
                      "skew_ratios": args.skew_ratios, "repeats": args.bench_repeats,
                      "max_call_s": args.max_call_s}
         grid = dataclasses.replace(grid, **{k: v for k, v in overrides.items() if v is not None})
-        table, paths = searchsorted.bench(grid, args.output)
+        table, paths = searchsorted.bench(grid, args.output, args.numpy_python)
     print(table)
     for what, path in paths.items():
         print(f"wrote {what}: {path}")
