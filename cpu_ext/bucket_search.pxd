@@ -145,6 +145,7 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
     cdef uint32_t* at
     cdef idx_t* answers
     cdef idx_t* chunk
+    cdef bint ok
     if m > <Py_ssize_t>0xffffffff or t.bins >> bucket_shift(sizeof(key_t)) == 0:
         return False
     b.shift = bucket_shift(sizeof(key_t))
@@ -154,21 +155,16 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
     at = <uint32_t*>huge_malloc(m * sizeof(uint32_t))
     chunk = <idx_t*>malloc(SEARCH_CHUNK * sizeof(idx_t))
     answers = <idx_t*>keys if sizeof(idx_t) <= sizeof(key_t) else <idx_t*>huge_malloc(m * sizeof(idx_t))
-    if b.offset == NULL or keys == NULL or at == NULL or chunk == NULL or answers == NULL:
-        if answers != <idx_t*>keys:
-            free(answers)
-        free(b.offset)
-        free(keys)
-        free(at)
-        free(chunk)
-        return False
-    partition_needles(t, &b, v, m, keys, at)
-    search_in_buckets(a, na, n, keys, m, answers, chunk, t, side)
-    place_answers(&b, answers, at, m, out)
+    ok = not (b.offset == NULL or keys == NULL or at == NULL or chunk == NULL
+              or answers == NULL)
+    if ok:
+        partition_needles(t, &b, v, m, keys, at)
+        search_in_buckets(a, na, n, keys, m, answers, chunk, t, side)
+        place_answers(&b, answers, at, m, out)
     if answers != <idx_t*>keys:
         free(answers)
     free(b.offset)
     free(keys)
     free(at)
     free(chunk)
-    return True
+    return ok
