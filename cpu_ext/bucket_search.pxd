@@ -43,6 +43,7 @@ cdef struct Buckets:
     int shift           # a needle's bucket: its bin >> shift
     Py_ssize_t count    # buckets
     Py_ssize_t* offset  # count + 1 entries: where each bucket's needles start
+    Py_ssize_t* next    # count entries: each bucket's next answer to place
 
 
 cdef inline int bucket_shift(Py_ssize_t key_bytes) noexcept nogil:
@@ -91,26 +92,19 @@ cdef inline void place_answers(const Buckets* b, const idx_t* answers, const uin
     answers in them, so that its stores stay in cache (in bucket order,
     each store was a cache miss). Reads each answer as stored, by memcpy
     (see search_in_buckets)."""
-    cdef Py_ssize_t* next = <Py_ssize_t*>malloc(b.count * sizeof(Py_ssize_t))
     cdef Py_ssize_t c, k, stop, limit = 0
     cdef idx_t r
-    if next == NULL:  # one bucket's run at a time: slower, the same answers
-        for k in range(m):
-            memcpy(&r, &answers[k], sizeof(idx_t))
-            out[at[k]] = r
-        return
     for c in range(b.count):
-        next[c] = b.offset[c]
+        b.next[c] = b.offset[c]
     while limit < m:
         limit = min(limit + PLACE_NEEDLES, m)
         for c in range(b.count):
-            k, stop = next[c], b.offset[c + 1]
+            k, stop = b.next[c], b.offset[c + 1]
             while k < stop and at[k] < limit:
                 memcpy(&r, &answers[k], sizeof(idx_t))
                 out[at[k]] = r
                 k += 1
-            next[c] = k
-    free(next)
+            b.next[c] = k
 
 
 cdef inline void search_in_buckets(const key_t* a, Py_ssize_t na, Py_ssize_t n,
@@ -146,11 +140,12 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
     cdef idx_t* answers
     cdef idx_t* chunk
     cdef bint ok
-    if m > <Py_ssize_t>0xffffffff or t.bins >> bucket_shift(sizeof(key_t)) == 0:
-        return False
     b.shift = bucket_shift(sizeof(key_t))
+    if m > <Py_ssize_t>0xffffffff or t.bins >> b.shift == 0:
+        return False
     b.count = (t.bins >> b.shift) + 1
-    b.offset = <Py_ssize_t*>malloc((b.count + 1) * sizeof(Py_ssize_t))
+    b.offset = <Py_ssize_t*>malloc((2 * b.count + 1) * sizeof(Py_ssize_t))
+    b.next = b.offset + b.count + 1
     keys = <key_t*>huge_malloc(m * sizeof(key_t))
     at = <uint32_t*>huge_malloc(m * sizeof(uint32_t))
     chunk = <idx_t*>malloc(SEARCH_CHUNK * sizeof(idx_t))

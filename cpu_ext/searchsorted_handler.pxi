@@ -134,7 +134,6 @@ cdef struct SearchJob:
     long bucket_slices              # phase 1's parts per row with buckets
     long v_check_slices             # phase 0's parts that check the needles' order
     long v_unsorted                 # 1 where they found it broken
-    bint v_sorted                   # they found it kept (NaN last)
     long checks_to_go               # phase 0's parts not done (the last settles the buckets)
     Shape shape
     bint right
@@ -227,7 +226,7 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
     elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY:
         search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
     # Needles that phase 0 found sorted need no check of their own.
-    elif job.order == ORDER_SORTED or (job.v_sorted and descent_count == 0):
+    elif job.order == ORDER_SORTED or (needles_found_sorted(job) and descent_count == 0):
         search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
     # The runs kernel takes no descents.
     elif ((descent_count > 0 and job.kernel == KERNEL_RUNS)
@@ -257,26 +256,25 @@ cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t 
     return True
 
 
-cdef void check_part(const SearchJob* job, long part, const key_t* a,
-                     const key_t* v) noexcept nogil:
+cdef void check_needles_part(const SearchJob* job, long piece, const key_t* v) noexcept nogil:
+    """Phase 0, where the job plans buckets for needles out of order
+    (plan_buckets): one share of the needles' order, flagged where broken."""
+    cdef int64_t lo = max(job.shape.m * piece // job.v_check_slices, <int64_t>1)
+    cdef int64_t hi = job.shape.m * (piece + 1) // job.v_check_slices
+    if not in_order_blocks(v, lo, hi, True):
+        atomic_store(&job.v_unsorted, 1)
+
+
+cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
     """Phase 0: one share of a row of `a`, whose pairs (a[t - 1], a[t]) for
     t in [lo, hi) must be in jnp's order; the row is flagged where not, or,
-    where the job lists descents, where list_descents gives up. Parts past
-    a's rows check a share of the needles' order instead, where the job
-    plans buckets for needles out of order (plan_buckets)."""
+    where the job lists descents, where list_descents gives up."""
     cdef long row = part // job.check_slices, piece = part % job.check_slices
     cdef int64_t n = job.shape.n
     cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
     cdef int64_t hi = n * (piece + 1) // job.check_slices
     cdef int64_t stop
     cdef long count
-    if row >= operand_rows(job.shape.a_buf):
-        piece = part - row * job.check_slices
-        lo = max(job.shape.m * piece // job.v_check_slices, <int64_t>1)
-        hi = job.shape.m * (piece + 1) // job.v_check_slices
-        if not in_order_blocks(v, lo, hi, True):
-            atomic_store(&job.v_unsorted, 1)
-        return
     a += row * n
     if job.descent_counts == NULL:
         if not in_order_blocks(a, lo, hi, True):
@@ -356,8 +354,11 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
 
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
                   const key_t* v) noexcept nogil:
-    if phase == 0:
-        check_part(job, part, a, v)
+    # Phase 0's last v_check_slices parts check the needles (plan_buckets).
+    if phase == 0 and part >= job.parts[0] - job.v_check_slices:
+        check_needles_part(job, part - (job.parts[0] - job.v_check_slices), v)
+    elif phase == 0:
+        check_part(job, part, a)
     elif job.rows_per_part and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_short_rows(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     elif job.rows_per_part:
@@ -405,12 +406,16 @@ cdef void use_buckets(SearchJob* job) noexcept nogil:
 
 
 cdef void settle_buckets(SearchJob* job) noexcept nogil:
-    """After phase 0's checks: buckets where the needles are out of order;
-    else they are known sorted, and phase 1 merges them unchecked."""
+    """After phase 0's checks: buckets where the needles are out of order
+    (else they are known sorted: needles_found_sorted)."""
     if atomic_load(&job.v_unsorted):
         use_buckets(job)
-    else:
-        job.v_sorted = True
+
+
+cdef bint needles_found_sorted(const SearchJob* job) noexcept nogil:
+    """In phase 1: whether phase 0 checked the needles' order and found it
+    kept (NaN last), so that they are merged unchecked."""
+    return job.v_check_slices > 0 and not atomic_load(&job.v_unsorted)
 
 
 cdef void plan_buckets(SearchJob* job, int threads) noexcept nogil:
