@@ -1,4 +1,4 @@
-# jaxsearch's CPU extension: three XLA FFI handlers, written against XLA's C
+# jaxsearch's CPU extension: four XLA FFI handlers, written against XLA's C
 # API, and the facts about them that the Python side reads
 # (jaxsearch/core/cpu.py). meson.build compiles this module twice on x86-64:
 # as _cpu_ext for any x86-64 CPU and as _cpu_ext_x86_64_v3 (which includes
@@ -11,6 +11,8 @@
 #   searchsorted_handler.pxi  searchsorted (kernels in search_kernels.pxd)
 #   cumsum_handler.pxi        searchsorted_cumsum (kernels in cumsum_search.pxd)
 #   histogram_handler.pxi     histogram counts (by search_kernels.pxd's search)
+#   sort_handler.pxi          rows of keys sorted as jnp.sort sorts them
+#                             (key_sort.pxd), for jnp's counting methods
 #
 # The files are included, not cimported, so that the handlers keep their
 # module-level tables and the C compiler sees one module, as before the split.
@@ -53,6 +55,7 @@ include "ffi_common.pxi"
 include "searchsorted_handler.pxi"
 include "cumsum_handler.pxi"
 include "histogram_handler.pxi"
+include "sort_handler.pxi"
 
 ORDER_NAMES = {"any": ORDER_ANY, "sorted": ORDER_SORTED, "check": ORDER_CHECK}
 KERNEL_NAMES = {"merge": KERNEL_MERGE, "runs": KERNEL_RUNS, "bisect": KERNEL_BISECT}
@@ -85,6 +88,11 @@ def cumsum_handler_capsule():
 def histogram_handler_capsule():
     """The histogram FFI handler as a PyCapsule."""
     return PyCapsule_New(<void*>histogram_handler, NULL, NULL)
+
+
+def sort_handler_capsule():
+    """The key sort FFI handler as a PyCapsule."""
+    return PyCapsule_New(<void*>sort_handler, NULL, NULL)
 
 
 def runs_x86_64_v3():

@@ -324,4 +324,5 @@ cdef const char* cumsum_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
 
 cdef XLA_FFI_Error* cumsum_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     return handle(cf, WEIGHT_DTYPES, WEIGHT_DTYPE_COUNT, b"jaxsearch: w and v need one dtype, "
-                  b"float32 or float64; the output int32 or int64", cumsum_call)
+                  b"float32 or float64; the output int32 or int64", check_operands,
+                  cumsum_call)

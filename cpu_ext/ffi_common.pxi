@@ -1,4 +1,4 @@
-# What both FFI handlers share: the call's checks (version handshake, call
+# What the FFI handlers share: the call's checks (version handshake, call
 # frame, operands, attributes bound by name, dtypes), its shape and batch
 # strides, the thread plan, and running parts on XLA's CPU thread pool.
 from libc.stdint cimport INT32_MAX, INT32_MIN, int32_t, int64_t
@@ -408,6 +408,12 @@ cdef const char* check_operands(const XLA_FFI_CallFrame* cf, const NamedDtype* d
     return NULL
 
 
+# A handler's check of its operands and result against its dtypes (else
+# `dtype_error`): an error message or NULL.
+ctypedef const char* (*OperandCheck)(const XLA_FFI_CallFrame* cf, const NamedDtype* dtypes,
+                                     int count, const char* dtype_error) noexcept nogil
+
+
 # A handler's own work: reads its attributes and runs the call; an error
 # message (possibly in `message_buf`, MESSAGE_SIZE bytes) or NULL.
 ctypedef const char* (*CallRunner)(const XLA_FFI_CallFrame* cf,
@@ -415,10 +421,11 @@ ctypedef const char* (*CallRunner)(const XLA_FFI_CallFrame* cf,
 
 
 cdef XLA_FFI_Error* handle(XLA_FFI_CallFrame* cf, const NamedDtype* dtypes, int count,
-                           const char* dtype_error, CallRunner run) noexcept nogil:
+                           const char* dtype_error, OperandCheck check,
+                           CallRunner run) noexcept nogil:
     """What every handler does: the version handshake, the checks of the
-    call frame and of its operands (see check_operands), then `run`, whose
-    message becomes XLA's error."""
+    call frame and of its operands (`check`: check_operands for the
+    searches), then `run`, whose message becomes XLA's error."""
     cdef const XLA_FFI_Extension_Base* ext = cf.extension_start
     cdef char message_buf[MESSAGE_SIZE]
     cdef const char* message
@@ -428,7 +435,7 @@ cdef XLA_FFI_Error* handle(XLA_FFI_CallFrame* cf, const NamedDtype* dtypes, int 
         return error(cf, b"jaxsearch: XLA call frame older than this build")
     if cf.stage != XLA_FFI_ExecutionStage_EXECUTE:
         return NULL
-    message = check_operands(cf, dtypes, count, dtype_error)
+    message = check(cf, dtypes, count, dtype_error)
     if message == NULL:
         message = run(cf, message_buf)
     return error(cf, message) if message != NULL else NULL

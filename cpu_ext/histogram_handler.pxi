@@ -239,4 +239,4 @@ cdef const char* histogram_call(const XLA_FFI_CallFrame* cf, char* message_buf) 
 cdef XLA_FFI_Error* histogram_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     return handle(cf, HISTOGRAM_DTYPES, HISTOGRAM_DTYPE_COUNT, b"jaxsearch: histogram edges and "
                   b"values need one dtype, float32 or float64; the output int32 or int64",
-                  histogram_call)
+                  check_operands, histogram_call)

@@ -606,4 +606,4 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
 cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     return handle(cf, KEY_DTYPES, KEY_DTYPE_COUNT,
                   b"jaxsearch: a and v need one supported key dtype; the output int32 or int64",
-                  search_call)
+                  check_operands, search_call)

@@ -19,6 +19,7 @@ from ..tuning.cpu_config import MAX_THREADS  # noqa: F401 (the CPU path's limit,
 TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 HISTOGRAM_TARGET_NAME = "jaxsearch_histogram_cpu"
+SORT_TARGET_NAME = "jaxsearch_sort_keys_cpu"
 
 # Which build of the extension serves the CPU: "auto" (the x86-64-v3 build
 # where the CPU runs it, else the baseline), "x86-64-v3" (where the CPU runs
@@ -72,6 +73,8 @@ else:
         jax.ffi.register_ffi_target(CUMSUM_TARGET_NAME, _ext.cumsum_handler_capsule(),
                                     platform="cpu")
         jax.ffi.register_ffi_target(HISTOGRAM_TARGET_NAME, _ext.histogram_handler_capsule(),
+                                    platform="cpu")
+        jax.ffi.register_ffi_target(SORT_TARGET_NAME, _ext.sort_handler_capsule(),
                                     platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
@@ -201,6 +204,18 @@ def histogram_counts(edges: jax.Array, x: jax.Array, *, out_dtype: np.dtype,
     """
     return _call(HISTOGRAM_TARGET_NAME, edges, x, out_dtype, out_shape=(edges.shape[0] + 1,),
                  threads=np.int32(threads))
+
+
+def sort_keys(a: jax.Array, *, threads: int) -> jax.Array:
+    """Each row of `a` (..., n), one of the extension's key dtypes, sorted
+    as jnp.sort sorts it (NaN last; equal keys, -0.0 and 0.0, NaNs, in any
+    order), by the Cython kernel, as an XLA custom call: one pass where a
+    row is sorted but for a few small descents; on `threads` threads at
+    most, a row each."""
+    if not AVAILABLE:
+        raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
+    call = jax.ffi.ffi_call(SORT_TARGET_NAME, jax.ShapeDtypeStruct(a.shape, a.dtype))
+    return call(a, threads=np.int32(threads))
 
 
 def _call(target: str, a: jax.Array, v: jax.Array, out_dtype: np.dtype,

@@ -9,7 +9,7 @@ GPU binding tests the needles and keys on the device, and its checked kernel
 reads the test (`gpu.search_rows`).
 
 `is_sorted` is the same test in jnp, for the functions that choose by an
-array's order (the histograms, the patch's sort methods).
+array's order (the histograms).
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterator
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ..keys import KEY_DTYPES
 from . import originals
@@ -51,8 +50,8 @@ from .histogram import histogram as _histogram
 from .histogram import histogram2d as _histogram2d
 from .histogram import histogramdd as _histogramdd
 from .interp import interp as _interp
-from .order import is_sorted
 from .serving import serving_patch
+from .sorted_keys import sorted_keys
 
 log = logging.getLogger("jaxsearch")
 
@@ -153,16 +152,6 @@ def _check_worth(n: int, m: int, dtype: np.dtype) -> None:
         raise _Decline(f"{m} needles in {n} keys: too small to gain")
 
 
-def _sorted_keys(a: jax.Array) -> jax.Array:
-    """`a` sorted in jnp's order (NaN last), sorting only when it is not."""
-    return lax.cond(is_sorted(a), _unchanged, jnp.sort, a)
-
-
-def _unchanged(a):
-    # One function for every call, so that an eager call's cond is cached.
-    return a
-
-
 @functools.wraps(originals.searchsorted)
 def _served_searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     def serve(a, v, side, sorter, method):
@@ -174,7 +163,7 @@ def _served_searchsorted(a, v, side="left", sorter=None, *, method="scan"):
             # These count the keys before each needle whatever a's order:
             # the search of the sorted keys.
             a = jnp.asarray(a, dtype)
-            a = _sorted_keys(a if sorter is None else a[sorter])
+            a = sorted_keys(a if sorter is None else a[sorter])
             sorter = None
         # "scan" and "scan_unrolled" follow one probe sequence, which
         # jaxsearch's search follows too, on any `a`.

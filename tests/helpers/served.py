@@ -4,7 +4,8 @@ A jaxsearch function that quietly answered through jnp would still give
 jnp's answers, so the tests that care read the lowered program instead:
 
 - on CPU, the Cython kernels are XLA custom calls (`cpu.TARGET_NAME`,
-  `cpu.CUMSUM_TARGET_NAME`, `cpu.HISTOGRAM_TARGET_NAME`); the searchsorted
+  `cpu.CUMSUM_TARGET_NAME`, `cpu.HISTOGRAM_TARGET_NAME`, and `cpu.SORT_TARGET_NAME`
+  for the key sort the counting methods search); the searchsorted
   one carries the kernel it runs for sorted needles as its `kernel`
   attribute (numbered as
   `jaxsearch._cpu_ext.KERNEL_NAMES`) and the needles' order as `order`;
@@ -36,7 +37,8 @@ from jaxsearch._cpu_ext import KERNEL_NAMES, ORDER_NAMES
 from jaxsearch.core import cpu
 from jaxsearch.pallas_kernels import BACKENDS
 
-OURS = frozenset({cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME, cpu.HISTOGRAM_TARGET_NAME})
+OURS = frozenset({cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME, cpu.HISTOGRAM_TARGET_NAME,
+                  cpu.SORT_TARGET_NAME})
 KERNEL_OF = {number: name for name, number in KERNEL_NAMES.items()}
 ORDER_OF = {number: name for name, number in ORDER_NAMES.items()}
 # A custom call and its attributes, on one line of StableHLO text.
