@@ -104,9 +104,11 @@ GRIDS = Grids(quick=PatchedGrid(sizes=(10**4,), batch=(4, 10**3)),
 
 
 def problems(grid: PatchedGrid) -> list[PatchedProblem]:
-    """Each workload at each size, then the vmapped ones at the batch."""
+    """Each workload at each size (up to its largest), then the vmapped ones
+    at the batch."""
     rows, n = grid.batch
-    return [PatchedProblem(w.name, size) for size in grid.sizes for w in WORKLOADS] + [
+    return [PatchedProblem(w.name, size) for size in grid.sizes for w in WORKLOADS
+            if w.largest is None or size <= w.largest] + [
         PatchedProblem(w.name, n, rows) for w in WORKLOADS if w.vmapped]
 
 

@@ -33,6 +33,7 @@ class Workload:
     target: float | None = None  # the speed-up the patch should reach here
     vmapped: bool = False  # also run as `rows` rows under jax.vmap
     numpy: Callable[..., Any] | None = None
+    largest: int | None = None  # sizes past this are left out (stock takes seconds)
 
 
 def _histogram(sort: bool) -> Callable[[int, np.random.Generator], tuple[Callable, tuple]]:
@@ -84,12 +85,14 @@ def _softmax_and_systematic(n: int, rng: np.random.Generator) -> tuple[np.ndarra
     return w[0], u[0]
 
 
-def _resampling_step(n: int, rng: np.random.Generator) -> tuple[Callable, tuple]:
-    def step(w, u):
-        idx = jnp.searchsorted(jnp.cumsum(w), u)
-        return jnp.clip(idx, 0, n - 1)
+def _resampling_step(method: str) -> Callable[[int, np.random.Generator], tuple[Callable, tuple]]:
+    def make(n: int, rng: np.random.Generator) -> tuple[Callable, tuple]:
+        def step(w, u):
+            idx = jnp.searchsorted(jnp.cumsum(w), u, method=method)
+            return jnp.clip(idx, 0, n - 1)
 
-    return step, _softmax_and_systematic(n, rng)
+        return step, _softmax_and_systematic(n, rng)
+    return make
 
 
 WORKLOADS = (
@@ -108,7 +111,10 @@ WORKLOADS = (
              _grid_interpolator(2)),
     Workload("resampling step", "idx = jnp.searchsorted(jnp.cumsum(w), u); jnp.clip(idx, 0, "
              "n - 1): w softmax weights, u systematic uniforms (i + U) / n",
-             _resampling_step, 3.0, vmapped=True),
+             _resampling_step("scan"), 3.0, vmapped=True),
+    Workload("resampling step by sort", "the same with method=\"sort\" (as written for GPUs): "
+             "it counts the sums below each needle, a running sum's rounding descents "
+             "included", _resampling_step("sort"), 10.0, vmapped=True, largest=10**6),
 )
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
 
