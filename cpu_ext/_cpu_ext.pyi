@@ -8,7 +8,6 @@ WEIGHT_DTYPE_NAMES: tuple[str, ...]
 MAX_SEGMENT: int
 MAX_HISTOGRAM_EDGES: int
 SHORT_ROW_NEEDLES: int
-BUCKET_MIN_BYTES: int
 BUCKET_KEYS_PER_NEEDLE: int
 
 def handler_capsule() -> Any: ...

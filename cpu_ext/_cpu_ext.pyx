@@ -67,9 +67,8 @@ WEIGHT_DTYPE_NAMES = dtype_names(WEIGHT_DTYPES, WEIGHT_DTYPE_COUNT)
 MAX_SEGMENT = cumsum_search.MAX_SEGMENT
 # Rows of fewer needles than this, two rows or more, are searched across rows.
 SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
-# A single row of unsorted needles is searched by buckets from this many
-# bytes of `a` and one needle per BUCKET_KEYS_PER_NEEDLE keys.
-BUCKET_MIN_BYTES = bucket_search.BUCKET_MIN_BYTES
+# A single row of unsorted needles is searched by buckets from the call's
+# `bucket_min_bytes` of `a` and one needle per BUCKET_KEYS_PER_NEEDLE keys.
 BUCKET_KEYS_PER_NEEDLE = bucket_search.BUCKET_DENSITY
 # The most edges one histogram call takes.
 MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT

@@ -23,10 +23,6 @@ from huge_pages cimport huge_malloc
 cdef enum:
     # Bytes of keys per bucket, on evenly spread keys: within a core's L2.
     BUCKET_BYTES = 262144  # 2**18
-    # Bytes of `a`, at least, for buckets to pay (float32, 2 cores, 1e6
-    # needles and more: at 4 MB they took 1.6x the bin table's time, at
-    # 40 MB 0.5x).
-    BUCKET_MIN_BYTES = 16777216  # 2**24
     # Keys per needle, at most, for buckets to pay (at 10 keys per needle,
     # 1e6 needles in 1e7 float32 keys, they took 0.7-0.8x the bin table's
     # time).
@@ -55,11 +51,13 @@ cdef inline int bucket_shift(Py_ssize_t key_bytes) noexcept nogil:
     return shift
 
 
-cdef inline bint buckets_pay(Py_ssize_t n, Py_ssize_t key_bytes, Py_ssize_t m) noexcept nogil:
+cdef inline bint buckets_pay(Py_ssize_t n, Py_ssize_t key_bytes, Py_ssize_t m,
+                             Py_ssize_t min_bytes) noexcept nogil:
     """Whether a row of m needles in any order in n keys is searched by
-    buckets: its keys far larger than a core's caches, and the needles
+    buckets: its keys far larger than a core's caches (min_bytes at least:
+    the call's `bucket_min_bytes`, tuned per machine), and the needles
     dense enough that a bucket's keys are read for more than a few."""
-    return n * key_bytes >= BUCKET_MIN_BYTES and m * BUCKET_DENSITY >= n
+    return n * key_bytes >= min_bytes and m * BUCKET_DENSITY >= n
 
 
 cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v,

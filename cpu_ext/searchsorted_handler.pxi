@@ -1,8 +1,9 @@
 # The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
-# unbatched operand comes with size-1 batch dimensions, without a copy). Five
-# int32 attributes: `kernel` (KERNEL_*), `min_parallel` (needles per part, at
+# unbatched operand comes with size-1 batch dimensions, without a copy). Six
+# int32 attributes: `bucket_min_bytes` (bytes of `a` from which buckets may
+# pay, see below), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
 # least), `order` (ORDER_*), `right` (0/1) and `threads` (at most this many
 # threads). Kernels in search_kernels.pxd and bin_table.pxd.
 #
@@ -103,6 +104,7 @@ cdef enum:
 
 
 cdef struct SearchAttrs:
+    int32_t bucket_min_bytes
     int32_t kernel
     int32_t min_parallel
     int32_t order
@@ -418,13 +420,13 @@ cdef bint needles_found_sorted(const SearchJob* job) noexcept nogil:
     return job.v_check_slices > 0 and not atomic_load(&job.v_unsorted)
 
 
-cdef void plan_buckets(SearchJob* job, int threads) noexcept nogil:
+cdef void plan_buckets(SearchJob* job, int threads, int64_t bucket_min_bytes) noexcept nogil:
     """Buckets for a checked row whose needles may be out of order, where
     they pay (buckets_pay): at once where the needles were not promised
     sorted, else once phase 0 has also checked their order (one read of
     them more; sorted needles keep the merge and its many parts)."""
     if job.shape.rows != 1 or not buckets_pay(job.shape.n, key_bytes(job.shape.a_buf.dtype),
-                                              job.shape.m):
+                                              job.shape.m, bucket_min_bytes):
         return
     job.bucket_slices = threads
     if job.order == ORDER_ANY:
@@ -516,7 +518,7 @@ cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
 
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
-                             int64_t min_parallel) noexcept nogil:
+                             int64_t min_parallel, int64_t bucket_min_bytes) noexcept nogil:
     """The call's shape, cut into parts, phase 0's where `a` is checked (see
     the top of this file; a row of one key, or with no needle to answer,
     needs no check)."""
@@ -561,15 +563,16 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         if job.tables == NULL or job.table_claims == NULL:
             return b"jaxsearch: out of memory"
         job.table_states = job.table_claims + a_rows
-        plan_buckets(job, threads)
+        plan_buckets(job, threads, bucket_min_bytes)
     return NULL
 
 
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[5]
-    table[:] = [any_int32(b"kernel", &attrs.kernel),
+    cdef Attr table[6]
+    table[:] = [Attr(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
+                any_int32(b"kernel", &attrs.kernel),
                 any_int32(b"min_parallel", &attrs.min_parallel),
                 any_int32(b"order", &attrs.order),
                 any_int32(b"right", &attrs.right),
@@ -589,7 +592,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     if job == NULL:
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
-    message = search_plan(job, cf, attrs.threads, attrs.min_parallel)
+    message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes)
     if message != NULL:
         free_search_job(job)
         return message

@@ -99,7 +99,8 @@ def available_cores() -> int:
 
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
-           out_dtype: np.dtype, threads: int, min_parallel: int) -> jax.Array:
+           out_dtype: np.dtype, threads: int, min_parallel: int,
+           bucket_min_bytes: int = CpuConfig.bucket_min_bytes) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -121,11 +122,15 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       min_parallel: the needles are cut into parts of at least this many (a
         row with fewer is one part), which the threads claim one at a time;
         `planned_threads` says how many threads that comes to.
+      bucket_min_bytes: a row of many needles in any order is searched by
+        buckets of its keys from this many bytes of `a`
+        (`CpuConfig.bucket_min_bytes`).
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
     return _call(TARGET_NAME, a, v, out_dtype,
+                 bucket_min_bytes=_int32_attribute(bucket_min_bytes),
                  right=np.int32(side == "right"),
                  order=np.int32(ORDER_NAMES[order]),
                  kernel=np.int32(KERNEL_NAMES[kernel]),

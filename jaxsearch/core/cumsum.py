@@ -214,7 +214,8 @@ def _jnp_row(w, v, *, side, order, out_dtype, implementation):
         # parameters are unused.
         return rows.rows_p.bind(keys, needles, side=side, order=order, out_dtype=out_dtype,
                                 implementation=implementation, cpu_kernel="merge",
-                                cpu_threads=1, cpu_min_parallel=1)
+                                cpu_threads=1, cpu_min_parallel=1,
+                                cpu_bucket_min_bytes=0)
 
     if jax.config.jax_enable_x64:
         return find(jnp.cumsum(w.astype(jnp.float64)), v.astype(jnp.float64), side)

@@ -49,8 +49,8 @@ partitioned_p = Primitive("jaxsearch_searchsorted_partitioned")
 
 def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                  cpu_kernel: str, cpu_threads: int, cpu_min_parallel: int,
-                 needle_ndim: int | None = None, implementation: str | None = None,
-                 portable: bool = False) -> jax.Array:
+                 cpu_bucket_min_bytes: int, needle_ndim: int | None = None,
+                 implementation: str | None = None, portable: bool = False) -> jax.Array:
     """Binds the primitive.
 
     Args:
@@ -66,6 +66,8 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
       cpu_threads: at most this many threads for the CPU kernels.
       cpu_min_parallel: the fewest needles the CPU kernels give one thread
         (`CpuConfig.min_parallel`).
+      cpu_bucket_min_bytes: the bytes of `a` from which the CPU kernel may
+        search needles in any order by buckets (`CpuConfig.bucket_min_bytes`).
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
       implementation: None (by platform, `rows.implementation_for`), or a GPU
         implementation asked for by name: its real kernels where the search
@@ -82,6 +84,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         needle_ndim = np.ndim(v) - np.ndim(a) + 1
     params = dict(side=side, order=order, out_dtype=np.dtype(out_dtype), cpu_kernel=cpu_kernel,
                   cpu_threads=cpu_threads, cpu_min_parallel=cpu_min_parallel,
+                  cpu_bucket_min_bytes=int(cpu_bucket_min_bytes),
                   needle_ndim=int(needle_ndim), implementation=implementation,
                   portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \

@@ -215,7 +215,8 @@ def test_nested_vmap_broadcasts_batch_dims():
 
 
 PRIMITIVE_PARAMS = {"side": "left", "order": "check", "out_dtype": np.int32,
-                    "cpu_kernel": "merge", "cpu_threads": 1, "cpu_min_parallel": 1 << 16}
+                    "cpu_kernel": "merge", "cpu_threads": 1, "cpu_min_parallel": 1 << 16,
+                    "cpu_bucket_min_bytes": 1 << 24}
 
 
 @pytest.mark.parametrize("search", [

@@ -1,5 +1,6 @@
 """The bucket search (cpu_ext/bucket_search.pxd): one row of many needles in
-any order in a sorted `a` of BUCKET_MIN_BYTES or more, partitioned by
+any order in a sorted `a` of `CpuConfig.bucket_min_bytes` or more (its
+default, which `cpu.search` passes), partitioned by
 bucket of its bin table, searched bucket by bucket, and put back in place.
 
 The rows here just reach the route (one needle per BUCKET_KEYS_PER_NEEDLE
@@ -22,10 +23,11 @@ from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, seeded
 from helpers.tiers import full
 
 from jaxsearch.core import cpu
+from jaxsearch.tuning import CpuConfig
 
 pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
 
-MIN_BYTES = cpu._ext.BUCKET_MIN_BYTES if cpu.AVAILABLE else 1 << 24
+MIN_BYTES = CpuConfig.bucket_min_bytes
 KEYS_PER_NEEDLE = cpu._ext.BUCKET_KEYS_PER_NEEDLE if cpu.AVAILABLE else 16
 
 
@@ -105,3 +107,17 @@ def test_sorted_needles_keep_their_answers(kind):
     for side in SIDES:
         np.testing.assert_array_equal(cpu_search(a, v, side, "check", "merge", 2, 1024),
                                       like_jnp(a, v, side), err_msg=side)
+
+
+@pytest.mark.parametrize("order", ["any", "check"])
+def test_the_threshold_is_the_call_s(order):
+    """`bucket_min_bytes` of 0 takes a row of 2^17 keys (512 KiB) by buckets:
+    the route's answers at a size its default threshold leaves to the table."""
+    rng = seeded("threshold", order)
+    a = np.sort(rng.standard_normal(1 << 17) * 1e3).astype(np.float32)
+    v = needles(a, order)
+    for side in SIDES:
+        got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order, kernel="merge",
+                         out_dtype=np.dtype(np.int32), threads=2, min_parallel=1024,
+                         bucket_min_bytes=0)
+        np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)

@@ -148,7 +148,8 @@ CUDA_PARTITIONING = textwrap.dedent("""
     gpu_mesh = AbstractMesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2,
                             abstract_device=device)
     params = dict(side="left", order="check", out_dtype=np.dtype(np.int32),
-                  cpu_kernel="merge", cpu_threads=1, cpu_min_parallel=1 << 16, needle_ndim=2,
+                  cpu_kernel="merge", cpu_threads=1, cpu_min_parallel=1 << 16,
+                  cpu_bucket_min_bytes=1 << 24, needle_ndim=2,
                   implementation=None)
     for name, (a_spec, v_spec) in cases.items():
         shardings = NamedSharding(mesh, a_spec), NamedSharding(mesh, v_spec)

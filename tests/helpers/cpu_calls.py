@@ -13,7 +13,7 @@ from jaxsearch.core import cpu
 
 SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel"))
+                                                  "threads", "min_parallel", "bucket_min_bytes"))
 
 
 def seeded(*labels: object) -> np.random.Generator:

@@ -44,6 +44,35 @@ def test_thread_choices():
         tuning.DEFAULT_CPU_CONFIG.min_parallel
 
 
+def test_bucket_threshold_choices():
+    nbytes = [10**6, 10**7, 10**8]
+    assert autotune_cpu._bucket_min_bytes(nbytes, [False, True, True]) == round(10**6.5)
+    assert autotune_cpu._bucket_min_bytes(nbytes, [True, True, True]) == 10**6
+    # A win followed by a loss is no threshold: only the trailing wins count.
+    assert autotune_cpu._bucket_min_bytes(nbytes, [True, False, True]) == round(10**7.5)
+    assert autotune_cpu._bucket_min_bytes(nbytes, [True, True, False]) == 10**9
+
+
+def test_bucket_sweep_times_both_routes(caches):
+    """One size of 1 MiB of float32 keys, buckets on and off; the threshold
+    goes into every size's entry of the dtype."""
+    user, _ = caches
+    size = autotune_cpu.BUCKET_SWEEP_MIN_BYTES // 4
+    grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("float32",),
+                               sizes=(64, size), ratios=(1, 4), repeats=1, budget_s=0.0,
+                               threads=False)
+    progress = Progress(autotune_cpu.cpu_steps(grid), "test")
+    entries = autotune_cpu.tune_cpu(grid, progress)
+    assert progress.done == progress.total
+    swept = entries[-1].times["buckets"]
+    assert swept["sizes"] == [size] and len(swept["buckets_s"]) == len(swept["table_s"]) == 1
+    assert {e.config["bucket_min_bytes"] for e in entries} == {swept["threshold"]}
+    assert swept["threshold"] in (4 * size, 40 * size)
+    write(user, *entries)
+    assert tuning.cpu_config(size, size, np.float32).bucket_min_bytes == swept["threshold"]
+    assert "bucket_min_bytes" in autotune_cpu.cpu_table(entries)
+
+
 def test_thread_candidates():
     assert autotune_cpu._thread_candidates(1) == [0]
     assert autotune_cpu._thread_candidates(2) == [0, 1]
@@ -69,8 +98,11 @@ def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
     assert {e["bucket"]["size"] for e in data["entries"]} == {64, 512}
     entry = data["entries"][0]
     assert entry["kernel"] == "cpu" and entry["dtype"] == "float32"
-    assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)}
+    # Keys of 2 KiB at most: too few for buckets, whose threshold stays the default.
+    assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)} - {
+        "bucket_min_bytes"}
     assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
+    assert "buckets" not in entry["times"]
     assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]
 
     env = {tuning.TUNING_DIR_ENV: str(out)}

@@ -198,6 +198,7 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
     ("min_parallel", 0, ValueError), ("min_parallel", np.bool_(True), TypeError),
     ("bisect_ratio", 0.0, ValueError), ("bisect_ratio", math.nan, ValueError),
     ("runs_ratio", math.inf, ValueError), ("runs_ratio", "8", TypeError),
+    ("bucket_min_bytes", -1, ValueError), ("bucket_min_bytes", 2.0**24, TypeError),
 ])
 def test_cpu_config_checks_its_fields(name, value, error):
     with pytest.raises(error, match=name):

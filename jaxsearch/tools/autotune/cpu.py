@@ -4,7 +4,8 @@ Times the Cython kernels against each other over N/M skews and picks the
 crossover points of the kernel selector (``bisect_ratio``: merge vs. lock-step
 binary search for N >> M; ``runs_ratio``: merge vs. run filling for M >> N),
 then the thread count (at the largest size) and the size from which threads
-pay (``min_parallel``).
+pay (``min_parallel``), and the bytes of keys from which needles in any
+order are searched by buckets (``bucket_min_bytes``).
 Kernels are compared on one thread: threads split the needles of every kernel
 alike, so the crossovers carry over.
 """
@@ -31,6 +32,12 @@ from .grid import TuneGrid, crossover, final_run_start
 # A candidate must beat the incumbent by this much to replace it, so that
 # noise on a shared machine does not flip a setting that has no effect.
 MARGIN = 0.05
+# Bytes of keys from which the bucket search is timed: below a core's L2
+# the route has too few buckets to differ from the table search it falls
+# back to.
+BUCKET_SWEEP_MIN_BYTES = 1 << 20
+# A bucket_min_bytes no call reaches: the buckets off.
+NO_BUCKETS = 2**31 - 1
 
 
 def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
@@ -118,10 +125,49 @@ def _min_parallel(sizes: Sequence[int], threads: Sequence[dict[str, float]]) -> 
     return sizes[0] if first == 0 else round(math.sqrt(sizes[first - 1] * sizes[first]))
 
 
+def _bucket_sizes(sizes: Sequence[int], dtype: str) -> list[int]:
+    """The sizes at which the bucket search is timed (BUCKET_SWEEP_MIN_BYTES)."""
+    return [s for s in sorted(sizes) if s * np.dtype(dtype).itemsize >= BUCKET_SWEEP_MIN_BYTES]
+
+
+def _sweep_buckets(sizes: Sequence[int], dtype: str, grid: TuneGrid,
+                   progress: Progress) -> dict[str, Any]:
+    """Seconds per call of N = M = size unsorted needles, by buckets and by
+    the table search alone, at each size; and the bucket_min_bytes they
+    give."""
+    on_s, off_s = [], []
+    for size in sizes:
+        progress.show(f"cpu {dtype} size={fmt_count(size)} buckets")
+        x = make_inputs(Problem(size, size, dtype, sorted_v=False))
+        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
+                                                       bucket_min_bytes=min_bytes),
+                                   x.ja, x.jv, sorted_v=False, implementation="cython")
+                 for min_bytes in (0, NO_BUCKETS)]
+        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
+        on_s.append(timings[0].timing.median)
+        off_s.append(timings[1].timing.median)
+        progress.step()
+    nbytes = [s * np.dtype(dtype).itemsize for s in sizes]
+    return {"sizes": list(sizes), "buckets_s": on_s, "table_s": off_s,
+            "threshold": _bucket_min_bytes(nbytes, [a < (1 - MARGIN) * b
+                                                    for a, b in zip(on_s, off_s)])}
+
+
+def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
+    """The bytes of keys from which the buckets won at every larger size:
+    halfway (in log space) between the last loss and the first win; from
+    the smallest tried where they always won, and past the largest (ten
+    times it) where they never did."""
+    first = final_run_start(wins)
+    if first == len(wins):
+        return min(10 * nbytes[-1], NO_BUCKETS)
+    return nbytes[0] if first == 0 else round(math.sqrt(nbytes[first - 1] * nbytes[first]))
+
+
 def cpu_steps(grid: TuneGrid) -> int:
     """Progress steps of :func:`tune_cpu`."""
     per_size = sum(2 * len(_ratios_for(s, grid.ratios)) + grid.threads for s in grid.sizes)
-    return len(grid.dtypes) * per_size
+    return sum(per_size + len(_bucket_sizes(grid.sizes, d)) for d in grid.dtypes)
 
 
 def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
@@ -145,15 +191,22 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             found.append({"bisect": sweep("bisect"), "runs": sweep("runs")})
             if grid.threads:
                 found[-1]["threads_s"] = _sweep_threads(size, dtype, grid, progress)
-        thread_fields = {}
+        shared_fields = {}
+        buckets = _bucket_sizes(sizes, dtype)
+        if buckets:
+            # One threshold for the dtype, in bytes, from every size tried.
+            swept = _sweep_buckets(buckets, dtype, grid, progress)
+            shared_fields["bucket_min_bytes"] = swept["threshold"]
+            for f in found:
+                f["buckets"] = swept
         if grid.threads:
             # Threads pay on large inputs; below min_parallel one thread runs anyway.
-            thread_fields = {"threads": _best_threads(found[-1]["threads_s"]),
-                             "min_parallel": _min_parallel(sizes,
-                                                           [f["threads_s"] for f in found])}
+            shared_fields |= {"threads": _best_threads(found[-1]["threads_s"]),
+                              "min_parallel": _min_parallel(sizes,
+                                                            [f["threads_s"] for f in found])}
         for size, f in zip(sizes, found):
             config = {"bisect_ratio": f["bisect"]["threshold"],
-                      "runs_ratio": f["runs"]["threshold"], **thread_fields}
+                      "runs_ratio": f["runs"]["threshold"], **shared_fields}
             entries.append(tuning.CacheEntry(
                 tuning.CPU_KERNEL, tuning.dtype_class(dtype), {"size": size}, config, f))
     return entries
@@ -169,7 +222,9 @@ def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
                      f"{e.config['bisect_ratio']:.3g}", f"{e.config['runs_ratio']:.3g}",
                      str(e.config.get("threads", "default")),
                      fmt_count(e.config["min_parallel"]) if "min_parallel" in e.config
-                     else "default", fmt_x(speedup)])
+                     else "default", fmt_x(speedup),
+                     fmt_count(e.config["bucket_min_bytes"]) if "bucket_min_bytes" in e.config
+                     else "default"])
     return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
-                         "min_parallel", "all cores vs 1"], rows)
+                         "min_parallel", "all cores vs 1", "bucket_min_bytes"], rows)
 

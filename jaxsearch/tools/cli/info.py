@@ -137,6 +137,8 @@ _CPU_FIELD_MEANINGS: dict[str, Callable[[Any, tuning.CpuConfig], str]] = {
     "threads": lambda x, c: (f"at most {x} threads per call" if x else "all available cores "
                              f"({c.max_threads(cpu.available_cores())} here)"),
     "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
+    "bucket_min_bytes": lambda x, c: f"needles in any order by buckets of keys from {x} bytes "
+                                     "of keys",
 }
 
 
