@@ -193,15 +193,22 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     flags' union, is not 0."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
+    cdef Py_ssize_t bins[TABLE_GROUPS * LANES]
     cdef Py_ssize_t width[TABLE_GROUPS]
     cdef const key_t* base[LANES]
     cdef key_t x[LANES]
     cdef Py_ssize_t g, k, b, w, last
     cdef uint32_t marks = 0
+    # The block's table entries prefetched all at once: loaded one group at
+    # a time, each stalled the group's windows (at N = 1e6 float32 the table
+    # is 500 KB, mostly out of L2; 10-20% faster at N = 1e5 and 1e6).
+    for k in range(TABLE_GROUPS * LANES):
+        bins[k] = bin_of(t, v[k])
+        prefetch(&t.start[bins[k]])
     for g in range(TABLE_GROUPS):
         w = 1
         for k in range(g * LANES, (g + 1) * LANES):
-            b = bin_of(t, v[k])
+            b = bins[k]
             aside[k] = aside_flag(t, b, v[k])
             marks |= aside[k]
             lo[k] = bin_window(t, b, &last)
