@@ -47,7 +47,7 @@ cdef extern from *:
     static inline long jaxsearch_fetch_add(long* p, long v) {
         return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
     }
-    static inline long jaxsearch_load(long* p) {
+    static inline long jaxsearch_load(const long* p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
     }
     static inline void jaxsearch_store(long* p, long v) {
@@ -55,7 +55,7 @@ cdef extern from *:
     }
     """
     long fetch_add "jaxsearch_fetch_add"(long* p, long v) noexcept nogil
-    long atomic_load "jaxsearch_load"(long* p) noexcept nogil
+    long atomic_load "jaxsearch_load"(const long* p) noexcept nogil
     void atomic_store "jaxsearch_store"(long* p, long v) noexcept nogil
 
 

@@ -264,7 +264,9 @@ cdef void check_needles_part(const SearchJob* job, long piece, const key_t* v) n
     cdef int64_t lo = max(job.shape.m * piece // job.v_check_slices, <int64_t>1)
     cdef int64_t hi = job.shape.m * (piece + 1) // job.v_check_slices
     if not in_order_blocks(v, lo, hi, True):
-        atomic_store(&job.v_unsorted, 1)
+        # The job is shared, and this flag one of its atomics: const here
+        # only to the parts' plain fields (the job is on the heap).
+        atomic_store(<long*>&job.v_unsorted, 1)
 
 
 cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
