@@ -28,7 +28,7 @@ cdef struct SortJob:
 
 
 cdef bint sort_typed_rows(SortJob* job, const key_t* a, key_t* out) noexcept nogil:
-    """Claims rows and sorts each (key_t: only its type is used); False
+    """Claims rows and sorts each into `out`; False
     where a merge sort's scratch could not be had."""
     cdef key_t* scratch = NULL
     cdef bint ok = True
