@@ -24,7 +24,7 @@ from ..keys import WIDENED_TO_FLOAT32, index_dtype
 from . import cpu, jax_private, originals, rules, serving
 from .api import searchsorted
 from .checks import check_arraylike, promote_inexact
-from .order import CHECK_ROW, is_sorted
+from .order import CHECK_ROW, sorted_everywhere
 
 # Sorted-data weighted sums: weights in blocks of about sqrt(n) (a power of
 # two), so that each bin costs O(sqrt(n)) and the blocks' sums one pass.
@@ -136,11 +136,13 @@ def _histogram(a, edges, weights) -> jax.Array:
             return _range_sums(w, starts, stops, block)
         return _saturated(stops - starts, n, dtype)
 
+    # Under vmap these predicates hold for every row or for none
+    # (sorted_everywhere), so that each cond runs one branch.
     def maybe_sorted():
-        return lax.cond(is_sorted(a) & is_sorted(edges), from_sorted, unsorted)
+        return lax.cond(sorted_everywhere(a) & sorted_everywhere(edges), from_sorted, unsorted)
 
     # A strided sample out of order settles it without the full pass.
-    return lax.cond(is_sorted(a[::CHECK_ROW]), maybe_sorted, unsorted)
+    return lax.cond(sorted_everywhere(a[::CHECK_ROW]), maybe_sorted, unsorted)
 
 
 def _search(edges: jax.Array, x: jax.Array) -> jax.Array:

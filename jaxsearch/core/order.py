@@ -9,7 +9,9 @@ GPU binding tests the needles and keys on the device, and its checked kernel
 reads the test (`gpu.search_rows`).
 
 `is_sorted` is the same test in jnp, for the functions that choose by an
-array's order (the histograms).
+array's order (the histograms); `sorted_everywhere` the same test as a
+predicate that `vmap` leaves unbatched, so that a `lax.cond` on it stays
+one branch.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+from . import jax_private
 
 ORDERS = ("any", "sorted", "check")
 _ORDER_OF_PROMISE = {None: "check", True: "sorted", False: "any"}
@@ -63,3 +70,34 @@ def is_sorted(x: jax.Array) -> jax.Array:
     return (jnp.all(in_order(body[:, :-1], body[:, 1:]))
             & jnp.all(in_order(body[:-1, -1], body[1:, 0]))
             & jnp.all(in_order(x[rows * CHECK_ROW - 1:-1], x[rows * CHECK_ROW:])))
+
+
+def sorted_everywhere(x: jax.Array) -> jax.Array:
+    """`is_sorted(x)` for a 1-D `x`; under `vmap`, whether every row of the
+    batch is sorted: one unbatched answer for all rows.
+
+    A `lax.cond` on a batched predicate runs both branches for every row;
+    on this one it runs one. It serves a choice between two exact routes
+    whose sorted one is valid wherever the answer is True: one row out of
+    order sends the whole batch down the other route, never a row down the
+    wrong one."""
+    return sorted_everywhere_p.bind(lax.stop_gradient(x))
+
+
+sorted_everywhere_p = Primitive("jaxsearch_sorted_everywhere")
+
+
+def _every_row_sorted(x):
+    return jnp.all(jax.vmap(is_sorted)(x.reshape(-1, x.shape[-1])))
+
+
+def _batch_sorted_everywhere(args, dims):
+    (x,), (d,) = args, dims
+    return sorted_everywhere_p.bind(jnp.moveaxis(x, d, 0)), None  # not batched
+
+
+sorted_everywhere_p.def_impl(lambda x: jax_private.apply_primitive(sorted_everywhere_p, x))
+sorted_everywhere_p.def_abstract_eval(lambda x: jax.core.ShapedArray((), np.dtype(bool)))
+batching.primitive_batchers[sorted_everywhere_p] = _batch_sorted_everywhere
+mlir.register_lowering(sorted_everywhere_p,
+                       mlir.lower_fun(_every_row_sorted, multiple_results=False))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import jaxsearch
 from jaxsearch.core import cpu
+from jaxsearch.core.order import sorted_everywhere
 
 EDGES = np.array([-2.0, -0.5, 0.0, 0.0, 1.0, 1.5, 3.0])  # a repeated edge among them
 
@@ -295,6 +296,45 @@ def test_jit_and_vmap():
     sample = rows[:2].T
     ours = jax.jit(lambda s: jaxsearch.histogramdd(s, [3, 4])[0])(sample)
     assert_same(ours, jnp.histogramdd(sample, [3, 4])[0])
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["counts", "weights"])
+def test_vmap_of_sorted_rows_takes_the_sorted_route_for_all(weighted):
+    """Under vmap the routes' conds stay conds (sorted_everywhere): every
+    row sorted takes the sorted route, one row out of order sends all rows
+    down the other; jnp's answers either way."""
+    rng = np.random.default_rng(9)
+    rows = np.stack([make_a(rng, 3000, "float32", sort=True) for _ in range(4)])
+    w = jnp.asarray(rng.random((4, 3000)), jnp.float32).round(1) * 10
+    edges = jnp.asarray(EDGES, jnp.float32)
+
+    def ours(a, w):
+        return jaxsearch.histogram(a, edges, weights=w if weighted else None)[0]
+
+    def want(a, w):
+        return jnp.histogram(a, edges, weights=w if weighted else None)[0]
+
+    f = jax.vmap(ours)
+    assert "cond[" in str(jax.make_jaxpr(f)(rows, w))  # a batched cond becomes selects
+    assert_same(jax.jit(f)(rows, w), jax.vmap(want)(rows, w))
+    rows[2] = rows[2][::-1]
+    assert_same(jax.jit(f)(rows, w), jax.vmap(want)(rows, w))
+
+
+def test_sorted_everywhere_is_one_answer_for_the_batch():
+    """Unbatched under vmap (which broadcasts it back over the batch): every
+    row's answer is whether all rows are sorted."""
+    x = np.sort(np.random.default_rng(10).standard_normal((3, 5, 700)), axis=-1)
+    x[..., -3:] = np.nan  # NaN last is sorted
+    zero = np.searchsorted(x[0, 0, :-3], 0.0)
+    x[0, 0, zero - 1: zero + 1] = 0.0, -0.0  # -0.0 after 0.0 is sorted too
+    assert bool(sorted_everywhere(x[1, 2])) and not bool(sorted_everywhere(x[1, 2, ::-1]))
+    batched = (jax.vmap(jax.vmap(sorted_everywhere)), jax.vmap(sorted_everywhere, in_axes=1))
+    for f in batched:
+        assert np.all(np.asarray(f(x)))
+    x[2, 4, 10], x[2, 4, 11] = x[2, 4, 11], x[2, 4, 10]
+    for f in batched:
+        assert not np.any(np.asarray(f(x)))  # the sorted rows' answers too
 
 
 @st.composite

@@ -99,7 +99,7 @@ WORKLOADS = (
     Workload("histogram unsorted", "jnp.histogram(x, bins=100), x float32 normal",
              _histogram(False), 5.0, numpy=lambda x: np.histogram(x, bins=100)),
     Workload("histogram sorted", "the same on x sorted", _histogram(True), 20.0,
-             numpy=lambda x: np.histogram(x, bins=100)),
+             vmapped=True, numpy=lambda x: np.histogram(x, bins=100)),
     Workload("random.choice", "jax.random.choice(key, n, (n,), p=p), p softmax weights",
              _choice, 3.0),
     Workload("interp unsorted x", "jnp.interp(x, xp, fp): n sorted xp, n float32 x (a tenth "
