@@ -17,7 +17,11 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from search_kernels cimport key_t, idx_t, side_t
-from bin_table cimport BinTable, TABLE_KEYS_PER_BIN, bin_of, table_kernel
+from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_window,
+                       table_kernel)
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
 from huge_pages cimport huge_malloc
 
 cdef enum:
@@ -29,10 +33,16 @@ cdef enum:
     BUCKET_DENSITY = 16
     # Needles searched together (their answers kept aside, then laid over
     # their keys): a few table blocks.
-    SEARCH_CHUNK = 4096
+    SEARCH_CHUNK = 512
     # Positions of `out` filled together by place_answers: their stores
     # stay in L2.
     PLACE_NEEDLES = 65536
+
+
+cdef struct PrefetchSpan:
+    const char* lo
+    const char* hi
+    const char* next
 
 
 cdef struct Buckets:
@@ -105,18 +115,55 @@ cdef inline void place_answers(const Buckets* b, const idx_t* answers, const uin
             b.next[c] = k
 
 
+cdef inline void bucket_lines(const key_t* a, Py_ssize_t na, const BinTable* t,
+                              const Buckets* b, Py_ssize_t c, PrefetchSpan* span) noexcept nogil:
+    """The bytes of bucket c's table entries and of its bins' windows, as
+    two spans (empty past the last bucket)."""
+    cdef Py_ssize_t first = c << b.shift, stop = min((c + 1) << b.shift, t.bins), last
+    if first >= t.bins:
+        span[0].lo = span[0].hi = span[1].lo = span[1].hi = NULL
+        return
+    span[0].lo = <const char*>&t.start[first]
+    span[0].hi = <const char*>&t.start[stop + 1]
+    span[1].lo = <const char*>(a + bin_window(t, first, &last))
+    span[1].hi = <const char*>(a + min(<Py_ssize_t>(t.start[stop] & POSITION) + 1, na))
+
+
+cdef inline void prefetch_share(PrefetchSpan* span, Py_ssize_t done,
+                                Py_ssize_t total) noexcept nogil:
+    """Prefetches the lines of `span` up to the fraction done / total of it,
+    from where the last call stopped."""
+    cdef const char* target
+    cdef int k
+    for k in range(2):
+        target = span[k].lo + (span[k].hi - span[k].lo) * done // max(total, <Py_ssize_t>1)
+        while span[k].next < target:
+            prefetch(span[k].next)
+            span[k].next += 64
+
+
 cdef inline void search_in_buckets(const key_t* a, Py_ssize_t na, Py_ssize_t n,
-                                   const key_t* keys, Py_ssize_t m, idx_t* answers,
-                                   idx_t* chunk, const BinTable* t,
+                                   const Buckets* b, const key_t* keys, Py_ssize_t m,
+                                   idx_t* answers, idx_t* chunk, const BinTable* t,
                                    const side_t* side) noexcept nogil:
     """table_kernel over the partitioned needles, SEARCH_CHUNK at a time
     into `chunk`, each chunk's answers then copied over its own keys' bytes
     (answers[k] lies at or before keys[k] where an answer is no wider than
     a key; else `answers` is apart): by memcpy, whose bytes may alias the
-    keys, as stores of idx_t over them may not."""
-    cdef Py_ssize_t j = 0, size
+    keys, as stores of idx_t over them may not. While a bucket's needles
+    are searched, the next bucket's lines are prefetched, a share with
+    each chunk, so that its searches find them in cache."""
+    cdef Py_ssize_t j = 0, size, c = -1
+    cdef PrefetchSpan span[2]
+    cdef int k
     while j < m:
         size = min(<Py_ssize_t>SEARCH_CHUNK, m - j)
+        while b.offset[c + 1] < j + size:
+            c += 1
+            bucket_lines(a, na, t, b, c + 1, span)
+            for k in range(2):
+                span[k].next = <const char*>(<size_t>span[k].lo & ~<size_t>63)
+        prefetch_share(span, j + size - b.offset[c], b.offset[c + 1] - b.offset[c])
         table_kernel(a, na, n, keys + j, size, chunk, t, side)
         memcpy(&answers[j], chunk, size * sizeof(idx_t))
         j += size
@@ -152,7 +199,7 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
               or answers == NULL)
     if ok:
         partition_needles(t, &b, v, m, keys, at)
-        search_in_buckets(a, na, n, keys, m, answers, chunk, t, side)
+        search_in_buckets(a, na, n, &b, keys, m, answers, chunk, t, side)
         place_answers(&b, answers, at, m, out)
     if answers != <idx_t*>keys:
         free(answers)
