@@ -49,7 +49,8 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
-from bin_table cimport BinTable, build_bin_table, free_bin_table, table_kernel
+from bin_table cimport (BinTable, begin_bin_table, build_bin_table, fill_bins,
+                       free_bin_table, table_kernel)
 from bucket_search cimport bucket_kernel, buckets_pay
 
 # `kernel`: which kernel serves sorted needles.
@@ -96,11 +97,14 @@ KEY_DTYPES[:] = [
 ]
 
 
-# A row's bin table, built by the first part of phase 1 that wants it.
+# A row's bin table, built in phase 1 by the parts that want it (row_table).
 cdef enum:
     TABLE_PENDING = 0
     TABLE_BUILT = 1
     TABLE_NONE = 2
+    TABLE_FILLING = 3
+    # Shares of a table's entries, claimed by the parts that want it.
+    TABLE_PIECES = 16
 
 
 cdef struct SearchAttrs:
@@ -129,7 +133,8 @@ cdef struct SearchJob:
     long* checks_left               # rows of a: phase 0's parts not done yet
     BinTable* tables                # rows of a: each row's bin table; NULL: none planned
     long* table_claims              # rows of a: parts that wanted the table
-    long* table_states              # rows of a: TABLE_PENDING, TABLE_BUILT or TABLE_NONE
+    long* table_states              # rows of a: TABLE_PENDING, TABLE_FILLING, TABLE_BUILT or TABLE_NONE
+    long* table_pieces              # rows of a: shares claimed; then, rows of a: shares filled
     int64_t table_rows
     long descent_room
     bint buckets                    # unsorted needles by buckets (bucket_search.pxd)
@@ -174,22 +179,44 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
 cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t* a,
                                Py_ssize_t na, Py_ssize_t descent_count) noexcept nogil:
     """The row's bin table, or NULL where none was planned or it does not
-    pay; the first part to want it builds it, the others wait for it."""
-    cdef long state
+    pay. The first part to want it begins it; where the row has no
+    descents, every part that wants it then fills shares of its entries
+    until none is left (N = M/10 = 1e7 unsorted: 12.1 -> 10.8 ms, where one
+    thread built it as the others waited), else the first part builds it
+    alone."""
+    cdef BinTable* table
+    cdef long state, piece
     if job.tables == NULL:
         return NULL
+    table = &job.tables[a_row]
     if fetch_add(&job.table_claims[a_row], 1) == 0:
         state = TABLE_NONE
-        if build_bin_table(&job.tables[a_row], a, na,
-                           job.descents + a_row * job.descent_room if descent_count else NULL,
-                           descent_count):
+        if descent_count == 0:
+            if begin_bin_table(table, a, na):
+                state = TABLE_FILLING
+        elif build_bin_table(table, a, na, job.descents + a_row * job.descent_room,
+                             descent_count):
             state = TABLE_BUILT
         atomic_store(&job.table_states[a_row], state)
-    state = atomic_load(&job.table_states[a_row])
-    while state == TABLE_PENDING:
+    state = wait_while(&job.table_states[a_row], TABLE_PENDING)
+    if state == TABLE_FILLING:
+        piece = fetch_add(&job.table_pieces[a_row], 1)
+        while piece < TABLE_PIECES:
+            fill_bins(table, a, na, piece, TABLE_PIECES)
+            if fetch_add(&job.table_pieces[a_row + job.table_rows], 1) == TABLE_PIECES - 1:
+                atomic_store(&job.table_states[a_row], TABLE_BUILT)
+            piece = fetch_add(&job.table_pieces[a_row], 1)
+        state = wait_while(&job.table_states[a_row], TABLE_FILLING)
+    return table if state == TABLE_BUILT else NULL
+
+
+cdef long wait_while(long* state, long value) noexcept nogil:
+    """The state once it is no longer `value`."""
+    cdef long now = atomic_load(state)
+    while now == value:
         sched_yield()
-        state = atomic_load(&job.table_states[a_row])
-    return &job.tables[a_row] if state == TABLE_BUILT else NULL
+        now = atomic_load(state)
+    return now
 
 
 cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
@@ -491,7 +518,7 @@ cdef void free_search_job(void* data) noexcept nogil:
         for row in range(job.table_rows):
             free_bin_table(&job.tables[row])
     free(job.tables)
-    free(job.table_claims)  # and the states after them
+    free(job.table_claims)  # and the states and pieces after them
     free(job)
 
 
@@ -561,10 +588,11 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         # Room for each row's bin table, built where it pays (build_bin_table).
         job.table_rows = a_rows
         job.tables = <BinTable*>calloc(a_rows, sizeof(BinTable))
-        job.table_claims = <long*>calloc(2 * a_rows, sizeof(long))
+        job.table_claims = <long*>calloc(4 * a_rows, sizeof(long))
         if job.tables == NULL or job.table_claims == NULL:
             return b"jaxsearch: out of memory"
         job.table_states = job.table_claims + a_rows
+        job.table_pieces = job.table_states + a_rows
         plan_buckets(job, threads, bucket_min_bytes)
     return NULL
 
