@@ -16,6 +16,8 @@ one branch.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -87,8 +89,10 @@ def sorted_everywhere(x: jax.Array) -> jax.Array:
 sorted_everywhere_p = Primitive("jaxsearch_sorted_everywhere")
 
 
-def _every_row_sorted(x):
-    return jnp.all(jax.vmap(is_sorted)(x.reshape(-1, x.shape[-1])))
+def every_row_sorted(x: jax.Array) -> jax.Array:
+    """Whether each row of `x` (its last axis; rows of 0 keys too) is
+    sorted as `is_sorted` tests one."""
+    return jnp.all(jax.vmap(is_sorted)(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])))
 
 
 def _batch_sorted_everywhere(args, dims):
@@ -97,7 +101,8 @@ def _batch_sorted_everywhere(args, dims):
 
 
 sorted_everywhere_p.def_impl(lambda x: jax_private.apply_primitive(sorted_everywhere_p, x))
-sorted_everywhere_p.def_abstract_eval(lambda x: jax.core.ShapedArray((), np.dtype(bool)))
+sorted_everywhere_p.def_abstract_eval(
+    lambda x: jax_private.varying_as(jax.core.ShapedArray((), np.dtype(bool)), x))
 batching.primitive_batchers[sorted_everywhere_p] = _batch_sorted_everywhere
 mlir.register_lowering(sorted_everywhere_p,
-                       mlir.lower_fun(_every_row_sorted, multiple_results=False))
+                       mlir.lower_fun(every_row_sorted, multiple_results=False))

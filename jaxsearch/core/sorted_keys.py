@@ -32,7 +32,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from ..keys import WIDENED_TO_FLOAT32
-from . import cpu, jax_private
+from . import cpu, jax_private, order
 
 sorted_keys_p = Primitive("jaxsearch_sorted_keys")
 # Keys in a call, below which one thread sorts them all.
@@ -48,8 +48,7 @@ def sorted_keys(a: jax.Array) -> jax.Array:
 
 
 def _sort_unless_sorted(a):
-    in_order = (a[..., :-1] <= a[..., 1:]) | jnp.isnan(a[..., 1:])
-    return lax.cond(jnp.all(in_order), lambda a: a, lambda a: jnp.sort(a, axis=-1), a)
+    return lax.cond(order.every_row_sorted(a), lambda a: a, lambda a: jnp.sort(a, axis=-1), a)
 
 
 def _cpu(a):

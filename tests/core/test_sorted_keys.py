@@ -130,6 +130,19 @@ def test_lowers_to_the_custom_call_and_exports_as_jnp():
     assert_rows_sorted(exported.call(a), a)
 
 
+@pytest.mark.parametrize("shape", [(3, 0), (0, 5), (1,), (2, 3, 1), (4, 700)])
+@pytest.mark.parametrize("order", ["sorted", "last row shuffled"])
+def test_the_export_sorts_any_shape(shape, order):
+    """The export's lowering (jnp's sort, skipped where every row is
+    sorted) on rows of 0 and 1 keys, no rows, and rows sorted but one."""
+    rng = seeded(f"{shape}{order}")
+    a = np.sort(rng.standard_normal(shape).astype(np.float32), axis=-1)
+    if order == "last row shuffled" and a.size:
+        a.reshape(-1, shape[-1])[-1] = rng.permutation(a.reshape(-1, shape[-1])[-1])
+    exported = jax.export.export(SORT)(a)
+    np.testing.assert_array_equal(exported.call(a), np.sort(a, axis=-1))
+
+
 def running_sums(rows: int, n: int) -> np.ndarray:
     """Rows of float32 running sums of softmax weights (descents where
     float32's rounding makes them), as the resampling step searches."""
