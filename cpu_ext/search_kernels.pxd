@@ -19,6 +19,10 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 
+from gather_probes cimport (GATHER_PROBES, GATHER_LANES, gather_f32_left, gather_f32_right,
+                            gather_i32_left, gather_i32_right, gather_u32_left,
+                            gather_u32_right)
+
 ctypedef fused key_t:
     int8_t
     int16_t
@@ -498,15 +502,69 @@ cdef inline Py_ssize_t nan_needle_answer(const key_t* a, Py_ssize_t n, int level
     return high
 
 
+cdef inline bint gathers_serve(const key_t* a, Py_ssize_t n) noexcept nogil:
+    """Whether gather_lanes answers for these keys: 4-byte keys, fewer than
+    2^31 of them, in the x86-64-v3 module."""
+    return ((key_t is float or key_t is int32_t or key_t is uint32_t)
+            and GATHER_PROBES and n < 2147483647)
+
+
+cdef inline void gather_lanes(const key_t* a, Py_ssize_t n, int levels, const key_t* v,
+                              idx_t* out, const side_t* side) noexcept nogil:
+    """out[k] for the GATHER_LANES needles v[0:GATHER_LANES], by jnp's probes
+    in AVX2 lanes (gather_probes.pxd), where gathers_serve(a, n)."""
+    cdef int32_t answers[GATHER_LANES]
+    cdef int32_t* into = <int32_t*>out if idx_t is int32_t else answers
+    cdef Py_ssize_t k
+    if key_t is float:
+        if side_t is RightSide:
+            gather_f32_right(a, <int32_t>n, levels, v, into)
+        else:
+            gather_f32_left(a, <int32_t>n, levels, v, into)
+    elif key_t is int32_t:
+        if side_t is RightSide:
+            gather_i32_right(a, <int32_t>n, levels, v, into)
+        else:
+            gather_i32_left(a, <int32_t>n, levels, v, into)
+    elif key_t is uint32_t:
+        if side_t is RightSide:
+            gather_u32_right(a, <int32_t>n, levels, v, into)
+        else:
+            gather_u32_left(a, <int32_t>n, levels, v, into)
+    if idx_t is int64_t:
+        for k in range(GATHER_LANES):
+            out[k] = answers[k]
+
+
+cdef inline void answer_nan_needles(const key_t* a, Py_ssize_t n, int levels, const key_t* v,
+                                    Py_ssize_t m, idx_t* out, bint right,
+                                    Py_ssize_t* nan_answer) noexcept nogil:
+    """jnp's answer for each NaN needle among v[0:m], found once per call
+    (*nan_answer, -1 until then)."""
+    cdef Py_ssize_t k
+    if key_t is float or key_t is double:
+        for k in range(m):
+            if is_nan(v[k]):
+                if nan_answer[0] < 0:
+                    nan_answer[0] = nan_needle_answer(a, n, levels, right)
+                out[k] = <idx_t>nan_answer[0]
+
+
 cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                                idx_t* out, const side_t* side) noexcept nogil:
-    """Any needles in any `a`: jnp's binary search (probe_lanes), LANES
-    needles at a time; each NaN needle's answer is the same, found once."""
+    """Any needles in any `a`: jnp's binary search, GATHER_LANES needles at
+    a time in AVX2 lanes where gathers_serve, else LANES at a time
+    (probe_lanes); each NaN needle's answer is the same, found once."""
     cdef bint right = side_t is RightSide
     cdef int levels = probe_levels(n)
     cdef Py_ssize_t j = 0, k, nan_answer = -1
     cdef key_t last[LANES]
     cdef idx_t last_out[LANES]
+    if gathers_serve(a, n):
+        while j + GATHER_LANES <= m:
+            gather_lanes(a, n, levels, v + j, out + j, side)
+            answer_nan_needles(a, n, levels, v + j, GATHER_LANES, out + j, right, &nan_answer)
+            j += GATHER_LANES
     while j < m:
         if j + LANES <= m:
             probe_lanes(a, n, levels, v + j, out + j, side)
@@ -520,11 +578,7 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
             probe_lanes(a, n, levels, last, last_out, side)
             for k in range(m - j):
                 out[j + k] = last_out[k]
-        for k in range(j, min(j + LANES, m)):
-            if is_nan(v[k]):
-                if nan_answer < 0:
-                    nan_answer = nan_needle_answer(a, n, levels, right)
-                out[k] = <idx_t>nan_answer
+        answer_nan_needles(a, n, levels, v + j, min(LANES, m - j), out + j, right, &nan_answer)
         j += LANES
 
 
@@ -610,8 +664,11 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     over a's non-NaN prefix, LANES in lock-step. On a sorted `a` every
     correct search answers as jnp's probes do, and this one is cheaper: the
     lanes share one interval length (one select per lane and level, where
-    jnp's recurrence needs two): 1.4-1.6x faster than bisect_kernel on the
-    same sorted `a` (float32, N = 1e5 to 1e7, 1e6 and 1e7 random needles)."""
+    jnp's recurrence needs two): 1.4-1.6x faster than bisect_kernel's
+    scalar lanes on the same sorted `a` (float32, N = 1e5 to 1e7, 1e6 and
+    1e7 random needles). Where gathers_serve, bisect_kernel's AVX2 lanes
+    answer instead: on a sorted `a` jnp's probes give the same answers, and
+    those lanes took half this search's time (gather_probes.pxd)."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t na = non_nan_prefix(a, n)
     cdef Py_ssize_t nan_answer = n if right else na
@@ -623,6 +680,9 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     # The group's needles, copied, so that the lanes read them at fixed offsets.
     cdef key_t x[LANES]
     cdef Py_ssize_t j = 0, k, lo
+    if gathers_serve(a, n):
+        bisect_kernel(a, n, v, m, out, side)
+        return
     if na == 0:
         for j in range(m):
             out[j] = <idx_t>(nan_answer if is_nan(v[j]) else 0)

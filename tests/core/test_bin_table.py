@@ -88,14 +88,15 @@ def test_float64_rows(x64, case):
 
 
 def test_the_descents_mislead_a_plain_search():
-    """The control for the descents: the lower-bound search, which takes `a`
-    sorted (the "sorted" order with the bisect kernel), answers otherwise
-    than jnp on this row, so the table's answers being jnp's shows the
-    descents' bins probed as jnp probes."""
+    """The control for the descents: a search that takes `a` sorted (the
+    merge, promised sorted needles; jaxsearch's lower-bound search runs
+    jnp's probes where they run in gathers) answers otherwise than jnp on
+    this row, so the table's answers being jnp's shows the descents' bins
+    probed as jnp probes."""
     rng = seeded("control")
     a = float_rows(rng, N_FLOAT32, "float32")["descents of an ulp"]
-    v = needles_for(rng, a, M)
-    assert (cpu_search(a, v, "left", "sorted", "bisect", 1, 1 << 16)
+    v = np.sort(needles_for(rng, a, M))
+    assert (cpu_search(a, v, "left", "sorted", "merge", 1, 1 << 16)
             != like_jnp(a, v, "left")).any()
 
 
@@ -143,8 +144,9 @@ def test_many_descents():
     eighth of its bins marked: only the needles inside a descent's interval
     take jnp's probes, the others of a marked bin their window; sorted, the
     same needles are merged around the descents. Needles on, next to and
-    between the two keys of each descent, and anywhere; the lower-bound
-    search, which takes the row sorted, answers some of them otherwise."""
+    between the two keys of each descent, and anywhere; a search that takes
+    the row sorted (the merge, promised sorted needles) answers some of the
+    sorted ones otherwise."""
     rng = seeded("many descents")
     n = 64 * 40_000
     a = np.sort(rng.standard_normal(n)).astype(np.float32)
@@ -154,10 +156,12 @@ def test_many_descents():
     v = np.concatenate([ends, np.nextafter(ends, np.inf), np.nextafter(ends, -np.inf),
                         rng.standard_normal(20_000).astype(np.float32)])
     v = rng.permutation(v.astype(np.float32))
+    for side in SIDES:
+        assert (cpu_search(a, np.sort(v), side, "sorted", "merge", 1, 1 << 16)
+                != like_jnp(a, np.sort(v), side)).any()
     for needles, what in [(v, "any order"), (np.sort(v), "sorted")]:
         for side in SIDES:
             want = like_jnp(a, needles, side)
-            assert (cpu_search(a, needles, side, "sorted", "bisect", 1, 1 << 16) != want).any()
             for kernel, order in [("bisect", "any"), ("merge", "check")]:
                 for threads, min_parallel in THREADS:
                     got = cpu_search(a, needles, side, order, kernel, threads, min_parallel)
