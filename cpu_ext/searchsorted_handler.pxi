@@ -52,6 +52,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
 from bin_table cimport (BinTable, begin_bin_table, build_bin_table, fill_bins,
                        free_bin_table, table_kernel)
 from bucket_search cimport bucket_kernel, buckets_pay
+from gather_probes cimport GATHER_PROBES
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -66,8 +67,14 @@ cdef enum:
                          # generate an enum value from a shift)
     # A binary-searched call checks `a` (to take the lower-bound search on
     # a sorted row) where it has at most this many keys of `a` to read per
-    # needle.
+    # needle (a_check_pays).
     BISECT_CHECK_RATIO = 16
+    # Where jnp's probes run in gathers, rows of `a` below this many bytes
+    # are not checked, and rows below LARGE_ROW_BYTES are checked where they
+    # have at most GATHER_CHECK_RATIO keys per needle (a_check_pays).
+    GATHER_CHECK_MIN_BYTES = 2097152  # 2 MiB
+    LARGE_ROW_BYTES = 16777216  # 16 MiB
+    GATHER_CHECK_RATIO = 4
     # Descents listed per row of `a`: at most one per KEYS_PER_DESCENT keys,
     # so that the lists (3 int64 per descent) take 3/8 of a byte per key.
     KEYS_PER_DESCENT = 64
@@ -546,6 +553,26 @@ cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
     return rows * slices_per_row(m, threads, min_parallel)
 
 
+cdef bint a_check_pays(const SearchJob* job, int64_t a_rows) noexcept nogil:
+    """Whether a binary-searched call checks `a`, so that its sorted rows
+    take the lower-bound search or their bin tables: where it has at most
+    BISECT_CHECK_RATIO keys of `a` to read per needle. Where jnp's probes
+    run in gathers (gather_probes.pxd), faster than the lower-bound search,
+    only the table can pay for the check, and only on a large row. There,
+    unsorted float32 needles on two cores (Intel Xeon), the table against
+    the gathers: N = 1e5 1.08-2.0x their time at any M from N/16 to 20N; N =
+    1e6 1.45x at M = N/16, 0.92x at N/5, 0.72x at N; N = 1e7 0.58x at N/16."""
+    cdef int key_size = key_bytes(job.shape.a_buf.dtype)
+    cdef int64_t row_bytes = job.shape.n * key_size
+    cdef int64_t ratio = BISECT_CHECK_RATIO
+    if GATHER_PROBES and key_size == 4 and job.shape.n < INT32_MAX:
+        if row_bytes < GATHER_CHECK_MIN_BYTES:
+            return False
+        if row_bytes < LARGE_ROW_BYTES:
+            ratio = GATHER_CHECK_RATIO
+    return job.shape.n * a_rows <= ratio * job.shape.m * job.shape.rows
+
+
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
                              int64_t min_parallel, int64_t bucket_min_bytes) noexcept nogil:
     """The call's shape, cut into parts, phase 0's where `a` is checked (see
@@ -567,7 +594,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
     elif job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT:
         check = True
     else:
-        check = job.shape.n * a_rows <= BISECT_CHECK_RATIO * job.shape.m * job.shape.rows
+        check = a_check_pays(job, a_rows)
     if check:
         job.check_slices = slices_per_row(job.shape.n, threads, CHECK_GRAIN)
         job.parts[0] = a_rows * job.check_slices
