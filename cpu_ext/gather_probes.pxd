@@ -2,7 +2,8 @@
 # >> 1, then low = mid where a[mid] is counted, else high = mid) for 4-byte
 # keys, GATHER_LANES needles at a time in AVX2 registers: each level loads
 # eight lanes' keys with one gather and updates both bounds with two blends.
-# The same probes, so the same answers as jnp on any `a`.
+# The same probes, so the same answers as jnp on any `a`. Each lane may
+# search a row of its own (a batch of short rows: gather_rows).
 #
 # Only the x86-64-v3 module (meson.build) has them: in the baseline module
 # and on other architectures GATHER_PROBES is 0, the functions below are
@@ -32,16 +33,20 @@ cdef extern from *:
     #define JAXSEARCH_I32_LEFT(y, x) _mm256_cmpgt_epi32((x), (y))
     #define JAXSEARCH_I32_RIGHT(y, x) _mm256_xor_si256(_mm256_cmpgt_epi32((y), (x)), \\
                                                        _mm256_set1_epi32(-1))
-    /* out[0:64] for the needles v[0:64] in a[0:n], n < 2^31 (so low + high
-       fits in 32 unsigned bits and every mid in a signed gather index). */
+    /* out[k] for the needle v[k] in the row a[starts[k]:starts[k] + n], k <
+       64 (every row at a when starts is NULL), starts[k] + n < 2^31 (so
+       low + high fits in 32 unsigned bits and every mid in a signed gather
+       index). The bounds run from starts[k]: (low + high) >> 1 then lies
+       starts[k] past the row's own mid, and the probes are the row's. */
     #define JAXSEARCH_GATHER(NAME, KEY, PREPARE, COUNTED) \\
-    static inline void NAME(const KEY* a, int32_t n, int levels, const KEY* v, \\
-                            int32_t* out) { \\
+    static inline void NAME(const KEY* a, const int32_t* starts, int32_t n, int levels, \\
+                            const KEY* v, int32_t* out) { \\
         __m256i low[8], high[8], x[8], mid, c; \\
         int q, level; \\
         for (q = 0; q < 8; q++) { \\
-            low[q] = _mm256_setzero_si256(); \\
-            high[q] = _mm256_set1_epi32(n); \\
+            low[q] = starts ? _mm256_loadu_si256((const __m256i*)(starts + 8 * q)) \\
+                            : _mm256_setzero_si256(); \\
+            high[q] = _mm256_add_epi32(low[q], _mm256_set1_epi32(n)); \\
             x[q] = PREPARE(_mm256_loadu_si256((const __m256i*)(v + 8 * q))); \\
         } \\
         for (level = 0; level < levels; level++) { \\
@@ -53,13 +58,14 @@ cdef extern from *:
             } \\
         } \\
         for (q = 0; q < 8; q++) \\
-            _mm256_storeu_si256((__m256i*)(out + 8 * q), high[q]); \\
+            _mm256_storeu_si256((__m256i*)(out + 8 * q), starts ? _mm256_sub_epi32(high[q], \\
+                _mm256_loadu_si256((const __m256i*)(starts + 8 * q))) : high[q]); \\
     }
     #else
     #define JAXSEARCH_GATHER_PROBES 0
     #define JAXSEARCH_GATHER(NAME, KEY, PREPARE, COUNTED) \\
-    static inline void NAME(const KEY* a, int32_t n, int levels, const KEY* v, \\
-                            int32_t* out) {}
+    static inline void NAME(const KEY* a, const int32_t* starts, int32_t n, int levels, \\
+                            const KEY* v, int32_t* out) {}
     #endif
     JAXSEARCH_GATHER(jaxsearch_gather_f32_left, float, JAXSEARCH_AS_IS, JAXSEARCH_F32_LEFT)
     JAXSEARCH_GATHER(jaxsearch_gather_f32_right, float, JAXSEARCH_AS_IS, JAXSEARCH_F32_RIGHT)
@@ -70,17 +76,23 @@ cdef extern from *:
     """
     bint GATHER_PROBES "JAXSEARCH_GATHER_PROBES"
     void gather_f32_left "jaxsearch_gather_f32_left"(
-        const float* a, int32_t n, int levels, const float* v, int32_t* out) noexcept nogil
+        const float* a, const int32_t* starts, int32_t n, int levels, const float* v,
+        int32_t* out) noexcept nogil
     void gather_f32_right "jaxsearch_gather_f32_right"(
-        const float* a, int32_t n, int levels, const float* v, int32_t* out) noexcept nogil
+        const float* a, const int32_t* starts, int32_t n, int levels, const float* v,
+        int32_t* out) noexcept nogil
     void gather_i32_left "jaxsearch_gather_i32_left"(
-        const int32_t* a, int32_t n, int levels, const int32_t* v, int32_t* out) noexcept nogil
+        const int32_t* a, const int32_t* starts, int32_t n, int levels, const int32_t* v,
+        int32_t* out) noexcept nogil
     void gather_i32_right "jaxsearch_gather_i32_right"(
-        const int32_t* a, int32_t n, int levels, const int32_t* v, int32_t* out) noexcept nogil
+        const int32_t* a, const int32_t* starts, int32_t n, int levels, const int32_t* v,
+        int32_t* out) noexcept nogil
     void gather_u32_left "jaxsearch_gather_u32_left"(
-        const uint32_t* a, int32_t n, int levels, const uint32_t* v, int32_t* out) noexcept nogil
+        const uint32_t* a, const int32_t* starts, int32_t n, int levels, const uint32_t* v,
+        int32_t* out) noexcept nogil
     void gather_u32_right "jaxsearch_gather_u32_right"(
-        const uint32_t* a, int32_t n, int levels, const uint32_t* v, int32_t* out) noexcept nogil
+        const uint32_t* a, const int32_t* starts, int32_t n, int levels, const uint32_t* v,
+        int32_t* out) noexcept nogil
 
 cdef enum:
     # Needles per call of the functions above: eight vectors of eight.

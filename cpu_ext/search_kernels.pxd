@@ -509,28 +509,30 @@ cdef inline bint gathers_serve(const key_t* a, Py_ssize_t n) noexcept nogil:
             and GATHER_PROBES and n < 2147483647)
 
 
-cdef inline void gather_lanes(const key_t* a, Py_ssize_t n, int levels, const key_t* v,
-                              idx_t* out, const side_t* side) noexcept nogil:
+cdef inline void gather_lanes(const key_t* a, const int32_t* starts, Py_ssize_t n, int levels,
+                              const key_t* v, idx_t* out, const side_t* side) noexcept nogil:
     """out[k] for the GATHER_LANES needles v[0:GATHER_LANES], by jnp's probes
-    in AVX2 lanes (gather_probes.pxd), where gathers_serve(a, n)."""
+    in AVX2 lanes (gather_probes.pxd): each in the row a[starts[k]:][:n], or
+    all in a[0:n] where `starts` is NULL; where gathers_serve(a, the keys
+    from a to the last row's end)."""
     cdef int32_t answers[GATHER_LANES]
     cdef int32_t* into = <int32_t*>out if idx_t is int32_t else answers
     cdef Py_ssize_t k
     if key_t is float:
         if side_t is RightSide:
-            gather_f32_right(a, <int32_t>n, levels, v, into)
+            gather_f32_right(a, starts, <int32_t>n, levels, v, into)
         else:
-            gather_f32_left(a, <int32_t>n, levels, v, into)
+            gather_f32_left(a, starts, <int32_t>n, levels, v, into)
     elif key_t is int32_t:
         if side_t is RightSide:
-            gather_i32_right(a, <int32_t>n, levels, v, into)
+            gather_i32_right(a, starts, <int32_t>n, levels, v, into)
         else:
-            gather_i32_left(a, <int32_t>n, levels, v, into)
+            gather_i32_left(a, starts, <int32_t>n, levels, v, into)
     elif key_t is uint32_t:
         if side_t is RightSide:
-            gather_u32_right(a, <int32_t>n, levels, v, into)
+            gather_u32_right(a, starts, <int32_t>n, levels, v, into)
         else:
-            gather_u32_left(a, <int32_t>n, levels, v, into)
+            gather_u32_left(a, starts, <int32_t>n, levels, v, into)
     if idx_t is int64_t:
         for k in range(GATHER_LANES):
             out[k] = answers[k]
@@ -562,7 +564,7 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
     cdef idx_t last_out[LANES]
     if gathers_serve(a, n):
         while j + GATHER_LANES <= m:
-            gather_lanes(a, n, levels, v + j, out + j, side)
+            gather_lanes(a, NULL, n, levels, v + j, out + j, side)
             answer_nan_needles(a, n, levels, v + j, GATHER_LANES, out + j, right, &nan_answer)
             j += GATHER_LANES
     while j < m:
@@ -635,6 +637,29 @@ cdef inline void probe_rows(const key_t** a, const key_t** v, idx_t** out, Py_ss
         for k in range(LANES):
             out[k][j] = <idx_t>(nan_needle_answer(a[k], n, levels, right) if is_nan(x[k])
                                 else high[k])
+
+
+cdef inline void gather_rows(const key_t* base, const key_t** a, const key_t** v, idx_t** out,
+                             Py_ssize_t n, Py_ssize_t m, const side_t* side) noexcept nogil:
+    """probe_rows for GATHER_LANES rows a[k][0:n], each within the keys from
+    `base` on, in AVX2 lanes (gather_lanes), where gathers_serve(base, the
+    keys from base to the last row's end)."""
+    cdef bint right = side_t is RightSide
+    cdef int levels = probe_levels(n)
+    cdef int32_t starts[GATHER_LANES]
+    cdef key_t x[GATHER_LANES]
+    cdef idx_t answers[GATHER_LANES]
+    cdef Py_ssize_t j, k
+    for k in range(GATHER_LANES):
+        # From a difference of bytes, as in lower_bound_kernel.
+        starts[k] = <int32_t>((<const char*>a[k] - <const char*>base) // sizeof(key_t))
+    for j in range(m):
+        for k in range(GATHER_LANES):
+            x[k] = v[k][j]
+        gather_lanes(base, starts, n, levels, x, answers, side)
+        for k in range(GATHER_LANES):
+            out[k][j] = <idx_t>(nan_needle_answer(a[k], n, levels, right) if is_nan(x[k])
+                                else answers[k])
 
 
 cdef inline void narrow_lanes(const key_t** base, const key_t* x, Py_ssize_t length,

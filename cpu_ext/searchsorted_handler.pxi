@@ -20,7 +20,8 @@
 # A batch of short rows (under vmap, one needle or a few per row) takes
 # neither phase's per-row work: with fewer than SHORT_ROW_LIMIT needles a
 # row, phase 1's parts are runs of whole rows, searched by jnp's probes
-# LANES rows in lock-step (probe_rows), and nothing is checked.
+# LANES rows in lock-step (probe_rows; GATHER_LANES rows in gathers,
+# gather_rows), and nothing is checked.
 # Phase 0 also lists a row's descents, up to one per 64 keys (a float32
 # running sum of weights has some), and flags the row only past them:
 # merge_around_descents then answers its sorted needles as jnp does, merging
@@ -48,11 +49,12 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
+                             gather_rows, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
 from bin_table cimport (BinTable, begin_bin_table, build_bin_table, fill_bins,
                        free_bin_table, table_kernel)
 from bucket_search cimport bucket_kernel, buckets_pay
-from gather_probes cimport GATHER_PROBES
+from gather_probes cimport GATHER_LANES, GATHER_PROBES
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -365,26 +367,33 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
 cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const key_t* v,
                          idx_t* out) noexcept nogil:
     """Phase 1 of a batch of short rows: `part`'s run of whole rows, LANES
-    at a time (the last group repeats its last row)."""
+    at a time, or GATHER_LANES where the probes run in gathers (the last
+    group repeats its last row)."""
     cdef int64_t first = part * job.rows_per_part
     cdef int64_t count = min(job.rows_per_part, job.shape.rows - first), r, k
     cdef int64_t m = job.shape.m
+    cdef bint gathers = gathers_serve(a, operand_rows(job.shape.a_buf) * job.shape.n)
+    cdef int64_t lanes = GATHER_LANES if gathers else LANES
     cdef RowCursor cursor
-    cdef const key_t* a_rows[LANES]
-    cdef const key_t* v_rows[LANES]
-    cdef idx_t* out_rows[LANES]
+    cdef const key_t* a_rows[GATHER_LANES]
+    cdef const key_t* v_rows[GATHER_LANES]
+    cdef idx_t* out_rows[GATHER_LANES]
     start_rows(&job.shape, first, &cursor)
     out += first * m
     r = 0
     while r < count:
-        for k in range(LANES):
+        for k in range(lanes):
             if r < count:
                 a_rows[k], v_rows[k], out_rows[k] = a + cursor.a_off, v + cursor.v_off, out + r * m
                 next_row(&job.shape, &cursor)
                 r += 1
             else:
                 a_rows[k], v_rows[k], out_rows[k] = a_rows[k - 1], v_rows[k - 1], out_rows[k - 1]
-        if job.right:
+        if gathers and job.right:
+            gather_rows(a, a_rows, v_rows, out_rows, job.shape.n, m, <const RightSide*>NULL)
+        elif gathers:
+            gather_rows(a, a_rows, v_rows, out_rows, job.shape.n, m, <const LeftSide*>NULL)
+        elif job.right:
             probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const RightSide*>NULL)
         else:
             probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const LeftSide*>NULL)

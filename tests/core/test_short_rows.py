@@ -49,9 +49,9 @@ def row_needles(rng: np.random.Generator, a: np.ndarray, m: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("threads, min_parallel", THREADS)
-@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint32", "uint8"])
 @pytest.mark.parametrize("rows, n, m", [(37, 9, 1), (20, 200, SHORT - 1), (5, 1, 3),
-                                        (50, 33, 8)])
+                                        (50, 33, 8), (300, 9, 1)])
 def test_rows_answer_as_jnp(rows, n, m, dtype, threads, min_parallel):
     """Every order asked for, both sides, rows in order and out of order."""
     rng = seeded(rows, n, m, dtype, threads)
