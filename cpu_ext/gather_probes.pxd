@@ -73,27 +73,38 @@ cdef extern from *:
     JAXSEARCH_GATHER(jaxsearch_gather_i32_right, int32_t, JAXSEARCH_AS_IS, JAXSEARCH_I32_RIGHT)
     JAXSEARCH_GATHER(jaxsearch_gather_u32_left, uint32_t, JAXSEARCH_FLIP, JAXSEARCH_I32_LEFT)
     JAXSEARCH_GATHER(jaxsearch_gather_u32_right, uint32_t, JAXSEARCH_FLIP, JAXSEARCH_I32_RIGHT)
+    /* One entry for the six: `kind` (GATHER_*) and `right` are constants at
+       every call, so the compiler keeps only the function they pick. */
+    static inline void jaxsearch_gather(int kind, int right, const void* a,
+                                        const int32_t* starts, int32_t n, int levels,
+                                        const void* v, int32_t* out) {
+        if (kind == 0 && right)
+            jaxsearch_gather_f32_right((const float*)a, starts, n, levels, (const float*)v, out);
+        else if (kind == 0)
+            jaxsearch_gather_f32_left((const float*)a, starts, n, levels, (const float*)v, out);
+        else if (kind == 1 && right)
+            jaxsearch_gather_i32_right((const int32_t*)a, starts, n, levels, (const int32_t*)v,
+                                       out);
+        else if (kind == 1)
+            jaxsearch_gather_i32_left((const int32_t*)a, starts, n, levels, (const int32_t*)v,
+                                      out);
+        else if (right)
+            jaxsearch_gather_u32_right((const uint32_t*)a, starts, n, levels,
+                                       (const uint32_t*)v, out);
+        else
+            jaxsearch_gather_u32_left((const uint32_t*)a, starts, n, levels, (const uint32_t*)v,
+                                      out);
+    }
     """
     bint GATHER_PROBES "JAXSEARCH_GATHER_PROBES"
-    void gather_f32_left "jaxsearch_gather_f32_left"(
-        const float* a, const int32_t* starts, int32_t n, int levels, const float* v,
-        int32_t* out) noexcept nogil
-    void gather_f32_right "jaxsearch_gather_f32_right"(
-        const float* a, const int32_t* starts, int32_t n, int levels, const float* v,
-        int32_t* out) noexcept nogil
-    void gather_i32_left "jaxsearch_gather_i32_left"(
-        const int32_t* a, const int32_t* starts, int32_t n, int levels, const int32_t* v,
-        int32_t* out) noexcept nogil
-    void gather_i32_right "jaxsearch_gather_i32_right"(
-        const int32_t* a, const int32_t* starts, int32_t n, int levels, const int32_t* v,
-        int32_t* out) noexcept nogil
-    void gather_u32_left "jaxsearch_gather_u32_left"(
-        const uint32_t* a, const int32_t* starts, int32_t n, int levels, const uint32_t* v,
-        int32_t* out) noexcept nogil
-    void gather_u32_right "jaxsearch_gather_u32_right"(
-        const uint32_t* a, const int32_t* starts, int32_t n, int levels, const uint32_t* v,
-        int32_t* out) noexcept nogil
+    void gather "jaxsearch_gather"(int kind, bint right, const void* a, const int32_t* starts,
+                                   int32_t n, int levels, const void* v,
+                                   int32_t* out) noexcept nogil
 
 cdef enum:
-    # Needles per call of the functions above: eight vectors of eight.
+    # Needles per call of gather: eight vectors of eight.
     GATHER_LANES = 64
+    # gather's `kind`: the keys' type.
+    GATHER_F32 = 0
+    GATHER_I32 = 1
+    GATHER_U32 = 2

@@ -19,9 +19,8 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 
-from gather_probes cimport (GATHER_PROBES, GATHER_LANES, gather_f32_left, gather_f32_right,
-                            gather_i32_left, gather_i32_right, gather_u32_left,
-                            gather_u32_right)
+from gather_probes cimport (GATHER_PROBES, GATHER_LANES, GATHER_F32, GATHER_I32, GATHER_U32,
+                            gather)
 
 ctypedef fused key_t:
     int8_t
@@ -518,21 +517,8 @@ cdef inline void gather_lanes(const key_t* a, const int32_t* starts, Py_ssize_t 
     cdef int32_t answers[GATHER_LANES]
     cdef int32_t* into = <int32_t*>out if idx_t is int32_t else answers
     cdef Py_ssize_t k
-    if key_t is float:
-        if side_t is RightSide:
-            gather_f32_right(a, starts, <int32_t>n, levels, v, into)
-        else:
-            gather_f32_left(a, starts, <int32_t>n, levels, v, into)
-    elif key_t is int32_t:
-        if side_t is RightSide:
-            gather_i32_right(a, starts, <int32_t>n, levels, v, into)
-        else:
-            gather_i32_left(a, starts, <int32_t>n, levels, v, into)
-    elif key_t is uint32_t:
-        if side_t is RightSide:
-            gather_u32_right(a, starts, <int32_t>n, levels, v, into)
-        else:
-            gather_u32_left(a, starts, <int32_t>n, levels, v, into)
+    gather(GATHER_F32 if key_t is float else GATHER_I32 if key_t is int32_t else GATHER_U32,
+           side_t is RightSide, a, starts, <int32_t>n, levels, v, into)
     if idx_t is int64_t:
         for k in range(GATHER_LANES):
             out[k] = answers[k]
