@@ -18,10 +18,7 @@ from libc.string cimport memcpy
 
 from search_kernels cimport key_t, idx_t, side_t
 from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_window,
-                       table_kernel)
-
-cdef extern from *:
-    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
+                       prefetch, table_kernel)
 from huge_pages cimport huge_malloc
 
 cdef enum:

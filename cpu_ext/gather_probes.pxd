@@ -14,7 +14,7 @@
 # lower-bound search (lower_bound_kernel's scalar lanes) took 9.4 us, 198
 # us, 2.52 ms and 20.4 ms there. 16, 32, 48 and 64 lanes: 64 was fastest,
 # though its bounds do not all stay in registers.
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 
 cdef extern from *:
     """
@@ -108,3 +108,10 @@ cdef enum:
     GATHER_F32 = 0
     GATHER_I32 = 1
     GATHER_U32 = 2
+
+
+cdef inline bint gathers_take(int key_bytes, int64_t keys) noexcept nogil:
+    """Whether gather answers for keys of this size (float32, int32 and
+    uint32 are the 4-byte key types), `keys` of them from its `a` to the
+    last row's end."""
+    return GATHER_PROBES and key_bytes == 4 and keys < INT32_MAX

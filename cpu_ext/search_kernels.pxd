@@ -19,8 +19,7 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t,
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 
-from gather_probes cimport (GATHER_PROBES, GATHER_LANES, GATHER_F32, GATHER_I32, GATHER_U32,
-                            gather)
+from gather_probes cimport GATHER_LANES, GATHER_F32, GATHER_I32, GATHER_U32, gather, gathers_take
 
 ctypedef fused key_t:
     int8_t
@@ -505,7 +504,7 @@ cdef inline bint gathers_serve(const key_t* a, Py_ssize_t n) noexcept nogil:
     """Whether gather_lanes answers for these keys: 4-byte keys, fewer than
     2^31 of them, in the x86-64-v3 module."""
     return ((key_t is float or key_t is int32_t or key_t is uint32_t)
-            and GATHER_PROBES and n < 2147483647)
+            and gathers_take(sizeof(key_t), n))
 
 
 cdef inline void gather_lanes(const key_t* a, const int32_t* starts, Py_ssize_t n, int levels,
@@ -681,8 +680,7 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     answer instead: on a sorted `a` jnp's probes give the same answers, and
     those lanes took half this search's time (gather_probes.pxd)."""
     cdef bint right = side_t is RightSide
-    cdef Py_ssize_t na = non_nan_prefix(a, n)
-    cdef Py_ssize_t nan_answer = n if right else na
+    cdef Py_ssize_t na, nan_answer
     # Each lane's search window starts at base[k]: a pointer, not an index,
     # for clang, which turns `c ? i + half : i` on an index into a select of
     # half or 0 and an add (1.1-1.3x slower lanes than gcc's lea and cmov);
@@ -694,6 +692,8 @@ cdef inline void lower_bound_kernel(const key_t* a, Py_ssize_t n, const key_t* v
     if gathers_serve(a, n):
         bisect_kernel(a, n, v, m, out, side)
         return
+    na = non_nan_prefix(a, n)
+    nan_answer = n if right else na
     if na == 0:
         for j in range(m):
             out[j] = <idx_t>(nan_answer if is_nan(v[j]) else 0)

@@ -54,7 +54,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
 from bin_table cimport (BinTable, begin_bin_table, build_bin_table, fill_bins,
                        free_bin_table, table_kernel)
 from bucket_search cimport bucket_kernel, buckets_pay
-from gather_probes cimport GATHER_LANES, GATHER_PROBES
+from gather_probes cimport GATHER_LANES, gathers_take
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -574,7 +574,7 @@ cdef bint a_check_pays(const SearchJob* job, int64_t a_rows) noexcept nogil:
     cdef int key_size = key_bytes(job.shape.a_buf.dtype)
     cdef int64_t row_bytes = job.shape.n * key_size
     cdef int64_t ratio = BISECT_CHECK_RATIO
-    if GATHER_PROBES and key_size == 4 and job.shape.n < INT32_MAX:
+    if gathers_take(key_size, job.shape.n):
         if row_bytes < GATHER_CHECK_MIN_BYTES:
             return False
         if row_bytes < LARGE_ROW_BYTES:
