@@ -51,8 +51,8 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
                              gather_rows, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
-from bin_table cimport (BinTable, begin_bin_table, build_bin_table, fill_bins,
-                       free_bin_table, table_kernel)
+from bin_table cimport (BinTable, TABLE_MIN_BYTES, begin_bin_table, build_bin_table,
+                       fill_bins, free_bin_table, table_kernel)
 from bucket_search cimport bucket_kernel, buckets_pay
 from gather_probes cimport GATHER_LANES, gathers_take
 
@@ -71,12 +71,15 @@ cdef enum:
     # a sorted row) where it has at most this many keys of `a` to read per
     # needle (a_check_pays).
     BISECT_CHECK_RATIO = 16
-    # Where jnp's probes run in gathers, rows of `a` below this many bytes
-    # are not checked, and rows below LARGE_ROW_BYTES are checked where they
-    # have at most GATHER_CHECK_RATIO keys per needle (a_check_pays).
+    # Where jnp's probes run in gathers (a_check_pays): rows of `a` below
+    # GATHER_CHECK_MIN_BYTES are checked where they have at least
+    # SMALL_ROW_NEEDLES needles per key (and take a table: TABLE_MIN_BYTES),
+    # rows below LARGE_ROW_BYTES where they have at most GATHER_CHECK_RATIO
+    # keys per needle.
     GATHER_CHECK_MIN_BYTES = 2097152  # 2 MiB
+    SMALL_ROW_NEEDLES = 4
     LARGE_ROW_BYTES = 16777216  # 16 MiB
-    GATHER_CHECK_RATIO = 4
+    GATHER_CHECK_RATIO = 8
     # Descents listed per row of `a`: at most one per KEYS_PER_DESCENT keys,
     # so that the lists (3 int64 per descent) take 3/8 of a byte per key.
     KEYS_PER_DESCENT = 64
@@ -567,16 +570,18 @@ cdef bint a_check_pays(const SearchJob* job, int64_t a_rows) noexcept nogil:
     take the lower-bound search or their bin tables: where it has at most
     BISECT_CHECK_RATIO keys of `a` to read per needle. Where jnp's probes
     run in gathers (gather_probes.pxd), faster than the lower-bound search,
-    only the table can pay for the check, and only on a large row. There,
-    unsorted float32 needles on two cores (Intel Xeon), the table against
-    the gathers: N = 1e5 1.08-2.0x their time at any M from N/16 to 20N; N =
-    1e6 1.45x at M = N/16, 0.92x at N/5, 0.72x at N; N = 1e7 0.58x at N/16."""
+    only the table can pay for the check. There, unsorted float32 needles
+    on two cores (Intel Xeon), the table (searched by gathers too) against
+    the gathers: N = 1e5 1.2-1.8x their time from M = N/16 to N/5, 1.12x at
+    N, 0.86x at 4N, 0.80x at 20N; N = 1e6 1.30x at N/16, 0.98x at N/10, 0.75x
+    at N/5, 0.62x at N; N = 1e7 0.60x at N/16."""
     cdef int key_size = key_bytes(job.shape.a_buf.dtype)
     cdef int64_t row_bytes = job.shape.n * key_size
     cdef int64_t ratio = BISECT_CHECK_RATIO
     if gathers_take(key_size, job.shape.n):
         if row_bytes < GATHER_CHECK_MIN_BYTES:
-            return False
+            return (row_bytes >= TABLE_MIN_BYTES and job.shape.m * job.shape.rows
+                    >= SMALL_ROW_NEEDLES * job.shape.n * a_rows)
         if row_bytes < LARGE_ROW_BYTES:
             ratio = GATHER_CHECK_RATIO
     return job.shape.n * a_rows <= ratio * job.shape.m * job.shape.rows
