@@ -1,7 +1,7 @@
 # 2 MiB pages for large buffers: a fresh buffer comes on 4 KiB pages, and a
 # 40 MB one then costs ~10,000 page faults on its first writes and a TLB
 # miss per page after (numpy asks for huge pages for its own large arrays).
-from libc.stdlib cimport malloc
+from posix.stdlib cimport posix_memalign
 
 cdef extern from "<sys/mman.h>" nogil:
     int madvise(void* addr, size_t length, int advice)
@@ -24,8 +24,11 @@ cdef inline void advise_huge_pages(void* data, size_t nbytes) noexcept nogil:
 
 
 cdef inline void* huge_malloc(size_t nbytes) noexcept nogil:
-    """malloc, with huge pages advised under the block (advise_huge_pages)."""
-    cdef void* p = malloc(nbytes)
-    if p != NULL:
-        advise_huge_pages(p, nbytes)
+    """A block of nbytes on a 64-byte line (whole lines can then be written
+    by streaming stores), with huge pages advised under it
+    (advise_huge_pages); free it with free(); NULL when out of memory."""
+    cdef void* p = NULL
+    if posix_memalign(&p, 64, nbytes) != 0:
+        return NULL
+    advise_huge_pages(p, nbytes)
     return p

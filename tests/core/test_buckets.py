@@ -77,11 +77,14 @@ def test_row_answers_as_jnp(kind, order):
 
 
 @pytest.mark.parametrize("dtype", [pytest.param("float64", marks=full), "int32",
-                                   pytest.param("uint32", marks=full)])
+                                   pytest.param("uint32", marks=full),
+                                   pytest.param("int16", marks=full)])
 def test_other_keys(dtype, x64):
-    """Under x64, so that float64 stays 8 bytes a key."""
-    a = row("normal", dtype) if dtype.startswith("float") else np.sort(
-        seeded(dtype).integers(0, 1 << 30, MIN_BYTES // 4 + 77).astype(dtype))
+    """Under x64, so that float64 stays 8 bytes a key; int16 keys take lines
+    of 32 bytes where the partition streams them."""
+    info = None if dtype.startswith("float") else np.iinfo(dtype)
+    a = row("normal", dtype) if info is None else np.sort(seeded(dtype).integers(
+        max(info.min, 0), min(info.max, 1 << 30), MIN_BYTES // info.bits * 8 + 77).astype(dtype))
     v = needles(a, dtype)
     for side in SIDES:
         np.testing.assert_array_equal(cpu_search(a, v, side, "any", "merge", 2, 1024),
