@@ -103,28 +103,40 @@ cdef inline bint begin_bin_table(BinTable* t, const key_t* a, Py_ssize_t na) noe
     return t.start != NULL
 
 
+cdef inline Py_ssize_t table_samples(Py_ssize_t na) noexcept nogil:
+    """The sampled keys of a row whose first na keys hold no NaN: every
+    TABLE_STRIDE-th, from the first."""
+    return (na - 1) // TABLE_STRIDE + 1
+
+
 cdef inline void fill_bins(BinTable* t, const key_t* a, Py_ssize_t na, long piece,
                            long pieces) noexcept nogil:
-    """One of `pieces` shares of the entries of a begun table
-    (begin_bin_table): the sampled keys (every TABLE_STRIDE-th) in an equal
-    share of them, and the bins from just past the previous share's last
-    sampled key's bin to their own last one's (to the end, for the last
-    share). Each bin's entry is written by one share, so the shares may be
-    filled at once; more than one share only where the row's first na
-    keys are sorted (their bins then rise with them). Entries first hold
-    na; then, from the back, each bin keeps its first sampled key; then
-    each bin takes the least of its own and the next bins' (empty bins,
-    and bins out of order around a descent). Branch-free but for the
-    loops: a fill of each bin up to a sampled key's bin mispredicted its
-    loop's uneven trip counts (perf at N = 1e7: 2.4x this fill's samples)."""
-    cdef Py_ssize_t samples = (na - 1) // TABLE_STRIDE + 1
-    cdef Py_ssize_t k0 = samples * piece // pieces, k = samples * (piece + 1) // pieces - 1
-    cdef Py_ssize_t first = bin_of(t, a[(k0 - 1) * TABLE_STRIDE]) + 1 if k0 > 0 else 0
-    cdef Py_ssize_t last, b
-    if piece == pieces - 1:
-        last = t.bins
-    else:
-        last = bin_of(t, a[k * TABLE_STRIDE]) if k >= k0 else first - 1
+    """One of `pieces` equal shares of the entries of a begun table
+    (fill_samples; never an empty last share)."""
+    cdef Py_ssize_t samples = table_samples(na)
+    fill_samples(t, a, na, samples * piece // pieces, samples * (piece + 1) // pieces)
+
+
+cdef inline void fill_samples(BinTable* t, const key_t* a, Py_ssize_t na, Py_ssize_t k0,
+                              Py_ssize_t k1) noexcept nogil:
+    """The share of a begun table's entries (begin_bin_table) that the
+    sampled keys k0 to k1 - 1 place (key k * TABLE_STRIDE is sample k; k1
+    at most table_samples): the bins from just past sample k0 - 1's bin to
+    sample k1 - 1's (to the end, where that is the last sample); nothing
+    for an empty share. Each bin's entry is written by one share, so the
+    shares may be filled at once where they partition the samples; more
+    than one share only where the row's first na keys are sorted (their
+    bins then rise with them). Entries first hold na; then, from the back,
+    each bin keeps its first sampled key; then each bin takes the least of
+    its own and the next bins' (empty bins, and bins out of order around a
+    descent). Branch-free but for the loops: a fill of each bin up to a
+    sampled key's bin mispredicted its loop's uneven trip counts (perf at N
+    = 1e7: 2.4x this fill's samples)."""
+    cdef Py_ssize_t k = k1 - 1, first, last, b
+    if k1 <= k0:
+        return
+    first = bin_of(t, a[(k0 - 1) * TABLE_STRIDE]) + 1 if k0 > 0 else 0
+    last = t.bins if k1 == table_samples(na) else bin_of(t, a[k * TABLE_STRIDE])
     for b in range(first, last + 1):
         t.start[b] = <uint32_t>na
     # The share's first sampled keys may lie in the previous share's last bin.
