@@ -116,8 +116,8 @@ cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v
                                    Py_ssize_t m, key_t* keys, uint32_t* at) noexcept nogil:
     """The needles into keys[0:m], bucket after bucket, each with its
     position in `at`, in order within a bucket; b.offset[c] is where
-    bucket c's start. Where streaming stores serve, by stream_needles,
-    else each needle stored in place."""
+    bucket c's start (copy_needles: by lines where streaming stores
+    serve)."""
     cdef Py_ssize_t j, k, c, size
     cdef int32_t ids[PARTITION_BLOCK]
     cdef key_t* key_lines = NULL
@@ -136,19 +136,10 @@ cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v
     if STREAM_STORES:
         key_lines = <key_t*>huge_malloc(b.count * LINE_NEEDLES * sizeof(key_t))
         at_lines = <uint32_t*>huge_malloc(b.count * LINE_NEEDLES * sizeof(uint32_t))
-    if key_lines != NULL and at_lines != NULL:
-        stream_needles(t, b, v, m, keys, at, key_lines, at_lines)
-    else:
-        j = 0
-        while j < m:
-            size = min(<Py_ssize_t>PARTITION_BLOCK, m - j)
-            bucket_ids(t, b.shift, v + j, size, ids)
-            for k in range(size):
-                c = ids[k]
-                keys[b.offset[c]] = v[j + k]
-                at[b.offset[c]] = <uint32_t>(j + k)
-                b.offset[c] += 1
-            j += size
+    if key_lines == NULL or at_lines == NULL:
+        free(key_lines)
+        key_lines = NULL
+    copy_needles(t, b, v, m, keys, at, key_lines, at_lines)
     free(key_lines)
     free(at_lines)
     # Each offset is now its bucket's end: shift them back to starts.
@@ -157,11 +148,12 @@ cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v
     b.offset[0] = 0
 
 
-cdef inline void stream_needles(const BinTable* t, Buckets* b, const key_t* v, Py_ssize_t m,
-                                key_t* keys, uint32_t* at, key_t* key_lines,
-                                uint32_t* at_lines) noexcept nogil:
-    """partition_needles' copies by lines, where b.offset[c] is each bucket's
-    start: a needle bound for keys[p] goes to slot p % LINE_NEEDLES of its
+cdef inline void copy_needles(const BinTable* t, Buckets* b, const key_t* v, Py_ssize_t m,
+                              key_t* keys, uint32_t* at, key_t* key_lines,
+                              uint32_t* at_lines) noexcept nogil:
+    """partition_needles' copies, where b.offset[c] is each bucket's start:
+    each needle stored in place where key_lines is NULL, else by lines. A
+    needle bound for keys[p] then goes to slot p % LINE_NEEDLES of its
     bucket's line, and a full line is streamed over keys[p + 1 -
     LINE_NEEDLES : p + 1] (at's alike), without the reads of its lines that
     a store takes (1e7 needles in 153 buckets, one core, Intel Xeon: 60 ->
@@ -182,6 +174,10 @@ cdef inline void stream_needles(const BinTable* t, Buckets* b, const key_t* v, P
             c = ids[k]
             p = b.offset[c]
             b.offset[c] = p + 1
+            if key_lines == NULL:
+                keys[p] = v[j + k]
+                at[p] = <uint32_t>(j + k)
+                continue
             key_lines[c * LINE_NEEDLES + p % LINE_NEEDLES] = v[j + k]
             at_lines[c * LINE_NEEDLES + p % LINE_NEEDLES] = <uint32_t>(j + k)
             if p % LINE_NEEDLES != LINE_NEEDLES - 1:
@@ -193,6 +189,8 @@ cdef inline void stream_needles(const BinTable* t, Buckets* b, const key_t* v, P
             else:
                 store_slots(keys, at, key_lines, at_lines, c, start[c], p + 1)
         j += size
+    if key_lines == NULL:
+        return
     for c in range(b.count):
         p = b.offset[c]
         store_slots(keys, at, key_lines, at_lines, c, max(start[c], p - p % LINE_NEEDLES), p)
