@@ -31,7 +31,7 @@
 # searches needles out of order in it, so that sorted needles never pay
 # for it; where every part of phase 1 will want it (needles in any order,
 # or a binary-searched call), phase 0 fills it as it checks the row, each
-# block of keys while in cache (check_and_fill), one read of `a` less.
+# block of keys while in cache (check_part), one read of `a` less.
 # One row of many needles out of order in a large `a` takes its table by
 # buckets (bucket_search.pxd), in one part per thread, as each part reads
 # all of `a`; a checked call's phase 0 then checks the needles' order too,
@@ -196,7 +196,7 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
 cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t* a,
                                Py_ssize_t na, Py_ssize_t descent_count) noexcept nogil:
     """The row's bin table, or NULL where none was planned or it does not
-    pay. Where phase 0 filled it (check_and_fill) and the row has no
+    pay. Where phase 0 filled it (check_fill_table) and the row has no
     descents, it is done. Else the first part to want it begins it (or
     builds it again, over phase 0's fill); where the row has no descents,
     every part that wants it then fills shares of its entries until none is
@@ -327,7 +327,7 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
     t in [lo, hi) must be in jnp's order; the row is flagged where not, or,
     where the job lists descents, where list_descents gives up. Where the
     job fills tables in phase 0, each block checked also fills its share
-    of the row's table (check_and_fill)."""
+    of the row's table (check_fill_table)."""
     cdef long row = part // job.check_slices, piece = part % job.check_slices
     cdef int64_t n = job.shape.n
     cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
@@ -370,11 +370,11 @@ cdef inline int64_t samples_from(int64_t position) noexcept nogil:
 
 cdef BinTable* check_fill_table(const SearchJob* job, long row, const key_t* a,
                                 Py_ssize_t* na) noexcept nogil:
-    """Phase 0's table of a row (check_and_fill), begun by the first part to
-    check the row, as row_table would begin it (the same na; a row found
-    out of order never uses it), or NULL where it does not pay; *na then
-    holds its keys without a NaN. Only its entries' shares are filled in
-    phase 0: row_table takes them where the row has no descents."""
+    """Phase 0's table of a row, begun by the first part to check the row,
+    as row_table would begin it (the same na; a row found out of order
+    never uses it), or NULL where it does not pay; *na then holds its keys
+    without a NaN. Only its entries' shares are filled in phase 0:
+    row_table takes them where the row has no descents."""
     cdef long state
     na[0] = non_nan_prefix(a, job.shape.n)
     # The job is shared, and these its atomics: const here only to the
