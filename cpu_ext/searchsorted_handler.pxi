@@ -29,7 +29,9 @@
 # (bin_table.pxd) its needles in any order, probing those needles as jnp
 # does. The table of a row is built by the first part of phase 1 that
 # searches needles out of order in it, so that sorted needles never pay
-# for it.
+# for it; where every part of phase 1 will want it (needles in any order,
+# or a binary-searched call), phase 0 fills it as it checks the row, each
+# block of keys while in cache (check_part), one read of `a` less.
 # One row of many needles out of order in a large `a` takes its table by
 # buckets (bucket_search.pxd), in one part per thread, as each part reads
 # all of `a`; a checked call's phase 0 then checks the needles' order too,
@@ -51,8 +53,9 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
                              gather_rows, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
-from bin_table cimport (BinTable, TABLE_MIN_BYTES, begin_bin_table, build_bin_table,
-                       fill_bins, free_bin_table, table_kernel)
+from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
+                       build_bin_table, fill_bins, fill_samples, free_bin_table, table_kernel,
+                       table_samples)
 from bucket_search cimport bucket_kernel, buckets_pay
 from gather_probes cimport GATHER_LANES, gathers_take
 
@@ -69,9 +72,9 @@ cdef enum:
                          # generate an enum value from a shift)
     # A binary-searched call checks `a` (to take the lower-bound search on
     # a sorted row) where it has at most this many keys of `a` to read per
-    # needle (a_check_pays).
+    # needle (tables_pay).
     BISECT_CHECK_RATIO = 16
-    # Where jnp's probes run in gathers (a_check_pays): rows of `a` below
+    # Where jnp's probes run in gathers (tables_pay): rows of `a` below
     # GATHER_CHECK_MIN_BYTES are checked where they have at least
     # SMALL_ROW_NEEDLES needles per key (and take a table: TABLE_MIN_BYTES),
     # rows below LARGE_ROW_BYTES where they have at most GATHER_CHECK_RATIO
@@ -147,6 +150,8 @@ cdef struct SearchJob:
     long* table_claims              # rows of a: parts that wanted the table
     long* table_states              # rows of a: TABLE_PENDING, TABLE_FILLING, TABLE_BUILT or TABLE_NONE
     long* table_pieces              # rows of a: shares claimed; then, rows of a: shares filled
+    long* check_fills               # rows of a: phase 0's claims of the table; NULL: no fill
+    long* fill_states               # rows of a: TABLE_PENDING, TABLE_FILLING (by phase 0) or TABLE_NONE
     int64_t table_rows
     long descent_room
     bint buckets                    # unsorted needles by buckets (bucket_search.pxd)
@@ -191,24 +196,33 @@ cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
 cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t* a,
                                Py_ssize_t na, Py_ssize_t descent_count) noexcept nogil:
     """The row's bin table, or NULL where none was planned or it does not
-    pay. The first part to want it begins it; where the row has no
-    descents, every part that wants it then fills shares of its entries
-    until none is left (N = M/10 = 1e7 unsorted: 12.1 -> 10.8 ms, where one
-    thread built it as the others waited), else the first part builds it
-    alone."""
+    pay. Where phase 0 filled it (check_fill_table) and the row has no
+    descents, it is done. Else the first part to want it begins it (or
+    builds it again, over phase 0's fill); where the row has no descents,
+    every part that wants it then fills shares of its entries until none is
+    left (N = M/10 = 1e7 unsorted: 12.1 -> 10.8 ms, where one thread built
+    it as the others waited), else the first part builds it alone."""
     cdef BinTable* table
     cdef long state, piece
+    cdef bint filled
     if job.tables == NULL:
         return NULL
     table = &job.tables[a_row]
     if fetch_add(&job.table_claims[a_row], 1) == 0:
+        # Phase 0 is over: its fill, where it began one, is whole.
+        filled = job.check_fills != NULL and job.fill_states[a_row] == TABLE_FILLING
         state = TABLE_NONE
-        if descent_count == 0:
+        if descent_count == 0 and filled:
+            state = TABLE_BUILT
+        elif descent_count == 0:
             if begin_bin_table(table, a, na):
                 state = TABLE_FILLING
-        elif build_bin_table(table, a, na, job.descents + a_row * job.descent_room,
-                             descent_count):
-            state = TABLE_BUILT
+        else:
+            if filled:  # in shares, which a row with descents does not take
+                free_bin_table(table)
+            if build_bin_table(table, a, na, job.descents + a_row * job.descent_room,
+                               descent_count):
+                state = TABLE_BUILT
         atomic_store(&job.table_states[a_row], state)
     state = wait_while(&job.table_states[a_row], TABLE_PENDING)
     if state == TABLE_FILLING:
@@ -311,23 +325,34 @@ cdef void check_needles_part(const SearchJob* job, long piece, const key_t* v) n
 cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept nogil:
     """Phase 0: one share of a row of `a`, whose pairs (a[t - 1], a[t]) for
     t in [lo, hi) must be in jnp's order; the row is flagged where not, or,
-    where the job lists descents, where list_descents gives up."""
+    where the job lists descents, where list_descents gives up. Where the
+    job fills tables in phase 0, each block checked also fills its share
+    of the row's table (check_fill_table)."""
     cdef long row = part // job.check_slices, piece = part % job.check_slices
     cdef int64_t n = job.shape.n
     cdef int64_t lo = max(n * piece // job.check_slices, <int64_t>1)
     cdef int64_t hi = n * (piece + 1) // job.check_slices
     cdef int64_t stop
     cdef long count
+    cdef BinTable* table = NULL
+    cdef Py_ssize_t na = 0
     a += row * n
     if job.descent_counts == NULL:
         if not in_order_blocks(a, lo, hi, True):
             atomic_store(&job.unsorted[row], 1)
         return
+    if job.check_fills != NULL:
+        table = check_fill_table(job, row, a, &na)
     while lo < hi:
         stop = min(lo + CHECK_BLOCK, hi)
         if not in_order(a, lo, stop, True) and not list_descents(job, row, a, lo, stop):
             atomic_store(&job.unsorted[row], 1)
             return
+        if table != NULL:
+            # The samples at positions [lo, stop), from position 0 in the
+            # row's first block (its pairs start at t = 1).
+            fill_samples(table, a, na, min(samples_from(lo if lo > 1 else 0), table_samples(na)),
+                         min(samples_from(stop), table_samples(na)))
         lo = stop
     # The last share of the row to be checked orders its descents.
     if fetch_add(&job.checks_left[row], -1) == 1:
@@ -336,6 +361,29 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
             order_descents(a, job.descents + row * job.descent_room, count,
                            job.peaks + row * job.descent_room,
                            job.valleys + row * job.descent_room)
+
+
+cdef inline int64_t samples_from(int64_t position) noexcept nogil:
+    """The table's samples before `position`: those at the keys before it."""
+    return (position + TABLE_STRIDE - 1) // TABLE_STRIDE
+
+
+cdef BinTable* check_fill_table(const SearchJob* job, long row, const key_t* a,
+                                Py_ssize_t* na) noexcept nogil:
+    """Phase 0's table of a row, begun by the first part to check the row,
+    as row_table would begin it (the same na; a row found out of order
+    never uses it), or NULL where it does not pay; *na then holds its keys
+    without a NaN. Only its entries' shares are filled in phase 0:
+    row_table takes them where the row has no descents."""
+    cdef long state
+    na[0] = non_nan_prefix(a, job.shape.n)
+    # The job is shared, and these its atomics: const here only to the
+    # parts' plain fields (the job is on the heap).
+    if fetch_add(<long*>&job.check_fills[row], 1) == 0:
+        state = TABLE_FILLING if begin_bin_table(&job.tables[row], a, na[0]) else TABLE_NONE
+        atomic_store(<long*>&job.fill_states[row], state)
+    state = wait_while(<long*>&job.fill_states[row], TABLE_PENDING)
+    return &job.tables[row] if state == TABLE_FILLING else NULL
 
 
 cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t* v,
@@ -473,8 +521,8 @@ cdef void plan_buckets(SearchJob* job, int threads, int64_t bucket_min_bytes) no
     they pay (buckets_pay): at once where the needles were not promised
     sorted, else once phase 0 has also checked their order (one read of
     them more; sorted needles keep the merge and its many parts)."""
-    if job.shape.rows != 1 or not buckets_pay(job.shape.n, key_bytes(job.shape.a_buf.dtype),
-                                              job.shape.m, bucket_min_bytes):
+    if job.order == ORDER_SORTED or job.shape.rows != 1 or not buckets_pay(
+            job.shape.n, key_bytes(job.shape.a_buf.dtype), job.shape.m, bucket_min_bytes):
         return
     job.bucket_slices = threads
     if job.order == ORDER_ANY:
@@ -565,7 +613,7 @@ cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
     return rows * slices_per_row(m, threads, min_parallel)
 
 
-cdef bint a_check_pays(const SearchJob* job, int64_t a_rows) noexcept nogil:
+cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
     """Whether a binary-searched call checks `a`, so that its sorted rows
     take the lower-bound search or their bin tables: where it has at most
     BISECT_CHECK_RATIO keys of `a` to read per needle. Where jnp's probes
@@ -603,12 +651,18 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         return NULL
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
     a_rows = operand_rows(job.shape.a_buf)
-    if job.order == ORDER_SORTED or job.shape.n <= 1 or job.shape.m == 0:
+    if job.shape.n <= 1 or job.shape.m == 0:
         check = False
-    elif job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT:
-        check = True
+    elif job.order == ORDER_SORTED:
+        # A sorted `a` promised: checked only for its tables where the
+        # gathers would search it, as phase 0 fills them while it checks
+        # (N = 1e7 with 1e6 sorted float32 needles, 2 cores, Intel Xeon:
+        # 8.8 ms, the gathers 11.7; other keys were not measured).
+        check = (job.kernel == KERNEL_BISECT and tables_pay(job, a_rows)
+                 and gathers_take(key_bytes(job.shape.a_buf.dtype), job.shape.n))
     else:
-        check = a_check_pays(job, a_rows)
+        check = ((job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT)
+                 or tables_pay(job, a_rows))
     if check:
         job.check_slices = slices_per_row(job.shape.n, threads, CHECK_GRAIN)
         job.parts[0] = a_rows * job.check_slices
@@ -629,11 +683,15 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         # Room for each row's bin table, built where it pays (build_bin_table).
         job.table_rows = a_rows
         job.tables = <BinTable*>calloc(a_rows, sizeof(BinTable))
-        job.table_claims = <long*>calloc(4 * a_rows, sizeof(long))
+        job.table_claims = <long*>calloc(6 * a_rows, sizeof(long))
         if job.tables == NULL or job.table_claims == NULL:
             return b"jaxsearch: out of memory"
         job.table_states = job.table_claims + a_rows
         job.table_pieces = job.table_states + a_rows
+        # Every part of phase 1 will want the table: phase 0 fills it.
+        if job.descent_room > 0 and (job.order == ORDER_ANY or job.kernel == KERNEL_BISECT):
+            job.check_fills = job.table_pieces + 2 * a_rows
+            job.fill_states = job.check_fills + a_rows
         plan_buckets(job, threads, bucket_min_bytes)
     return NULL
 

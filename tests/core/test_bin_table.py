@@ -168,3 +168,22 @@ def test_many_descents():
                     np.testing.assert_array_equal(
                         got, want, err_msg=f"{what}, {side}, {kernel}/{order}, {threads} threads")
 
+
+def test_a_promised_sorted_takes_its_table():
+    """A binary-searched call that promised sorted needles checks a row of
+    2 MiB or more, with a needle per 8 keys or more, for its bin table, which
+    phase 0 fills block by block as it checks: jnp's answers on a sorted row
+    and one with a NaN tail, and, as the check finds them, on one with
+    descents (a broken promise)."""
+    rng = seeded("promised")
+    n = 600_000  # 2.4 MB of float32 keys
+    rows = float_rows(rng, n, "float32")
+    for case in ["normal", "NaN tail", "descents of an ulp"]:
+        a = rows[case]
+        v = np.sort(needles_for(rng, a, n // 6))
+        for side in SIDES:
+            want = like_jnp(a, v, side)
+            for threads, min_parallel in THREADS:
+                got = cpu_search(a, v, side, "sorted", "bisect", threads, min_parallel)
+                np.testing.assert_array_equal(got, want,
+                                              err_msg=f"{case}, {side}, {threads} threads")
