@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
 
+from jaxsearch.core import cpu
+
 # Keys of a row, enough for a table at every key width tested.
 N_FLOAT32 = 40_000  # 160 KB
 # Needles: blocks of 128 and a tail of 77 past them.
@@ -171,10 +173,12 @@ def test_many_descents():
 
 def test_a_promised_sorted_takes_its_table():
     """A binary-searched call that promised sorted needles checks a row of
-    2 MiB or more, with a needle per 8 keys or more, for its bin table, which
-    phase 0 fills block by block as it checks: jnp's answers on a sorted row
-    and one with a NaN tail, and, as the check finds them, on one with
-    descents (a broken promise)."""
+    2 MiB or more, with a needle per 8 keys or more, for its bin table where
+    the gathers would search it (the x86-64-v3 module), and phase 0 fills the
+    table block by block as it checks: jnp's answers on a sorted row and one
+    with a NaN tail. On one with descents (a broken promise) the check finds
+    them, so the answers are jnp's there too; the baseline module checks
+    nothing, and its answers need only lie within [0, n]."""
     rng = seeded("promised")
     n = 600_000  # 2.4 MB of float32 keys
     rows = float_rows(rng, n, "float32")
@@ -185,5 +189,8 @@ def test_a_promised_sorted_takes_its_table():
             want = like_jnp(a, v, side)
             for threads, min_parallel in THREADS:
                 got = cpu_search(a, v, side, "sorted", "bisect", threads, min_parallel)
-                np.testing.assert_array_equal(got, want,
-                                              err_msg=f"{case}, {side}, {threads} threads")
+                what = f"{case}, {side}, {threads} threads, {cpu.ISA}"
+                if case == "descents of an ulp" and cpu.ISA != "x86-64-v3":
+                    assert ((got >= 0) & (got <= n)).all(), what
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=what)
