@@ -78,10 +78,16 @@ cdef inline Py_ssize_t bin_of(const BinTable* t, key_t x) noexcept nogil:
 
 
 cdef inline Py_ssize_t bin_of_double(const BinTable* t, double x) noexcept nogil:
+    return <Py_ssize_t>bin_place(t, x)
+
+
+cdef inline double bin_place(const BinTable* t, double x) noexcept nogil:
+    """x's place in the bins, in [0, bins - 1], whose integer part is its
+    bin: the steps that bin_of_double and bucket_search.bucket_ids convert
+    to integers (bins are below 2^30, so an int32 holds it)."""
     cdef double u = (x - t.low) * t.scale
     u = u if u >= 0 else 0.0  # also NaN
-    u = u if u <= t.last_bin else t.last_bin
-    return <Py_ssize_t>u
+    return u if u <= t.last_bin else t.last_bin
 
 
 cdef inline bint begin_bin_table(BinTable* t, const key_t* a, Py_ssize_t na) noexcept nogil:
@@ -107,14 +113,6 @@ cdef inline Py_ssize_t table_samples(Py_ssize_t na) noexcept nogil:
     """The sampled keys of a row whose first na keys hold no NaN: every
     TABLE_STRIDE-th, from the first."""
     return (na - 1) // TABLE_STRIDE + 1
-
-
-cdef inline void fill_bins(BinTable* t, const key_t* a, Py_ssize_t na, long piece,
-                           long pieces) noexcept nogil:
-    """One of `pieces` equal shares of the entries of a begun table
-    (fill_samples; never an empty last share)."""
-    cdef Py_ssize_t samples = table_samples(na)
-    fill_samples(t, a, na, samples * piece // pieces, samples * (piece + 1) // pieces)
 
 
 cdef inline void fill_samples(BinTable* t, const key_t* a, Py_ssize_t na, Py_ssize_t k0,
@@ -157,7 +155,7 @@ cdef inline bint build_bin_table(BinTable* t, const key_t* a, Py_ssize_t na,
     begin_bin_table."""
     if not begin_bin_table(t, a, na):
         return False
-    fill_bins(t, a, na, 0, 1)
+    fill_samples(t, a, na, 0, table_samples(na))
     return mark_descents(t, a, descents, count)
 
 

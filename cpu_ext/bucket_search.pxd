@@ -19,7 +19,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from search_kernels cimport key_t, idx_t, side_t
-from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_window,
+from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_place, bin_window,
                        prefetch, table_kernel)
 from huge_pages cimport huge_malloc
 
@@ -100,16 +100,12 @@ cdef inline bint buckets_pay(Py_ssize_t n, Py_ssize_t key_bytes, Py_ssize_t m,
 
 cdef inline void bucket_ids(const BinTable* t, int shift, const key_t* v, Py_ssize_t n,
                             int32_t* ids) noexcept nogil:
-    """ids[k] = bin_of(t, v[k]) >> shift for k < n, with bin_of's steps but
-    a 32-bit conversion (bins are below 2^30): so the loop runs in SIMD
-    lanes where the keys convert so (float32 and int32)."""
-    cdef double u
+    """ids[k] = bin_of(t, v[k]) >> shift for k < n, converted to 32 bits,
+    not bin_of's 64: so the loop runs in SIMD lanes where the keys convert
+    so (float32 and int32)."""
     cdef Py_ssize_t k
     for k in range(n):
-        u = (<double>v[k] - t.low) * t.scale
-        u = u if u >= 0 else 0.0  # also NaN
-        u = u if u <= t.last_bin else t.last_bin
-        ids[k] = (<int32_t>u) >> shift
+        ids[k] = (<int32_t>bin_place(t, <double>v[k])) >> shift
 
 
 cdef inline void partition_needles(const BinTable* t, Buckets* b, const key_t* v,

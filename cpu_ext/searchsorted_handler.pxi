@@ -54,7 +54,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              gather_rows, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
 from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
-                       build_bin_table, fill_bins, fill_samples, free_bin_table, table_kernel,
+                       build_bin_table, fill_samples, free_bin_table, table_kernel,
                        table_samples)
 from bucket_search cimport bucket_kernel, buckets_pay
 from gather_probes cimport GATHER_LANES, gathers_take
@@ -228,7 +228,9 @@ cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t*
     if state == TABLE_FILLING:
         piece = fetch_add(&job.table_pieces[a_row], 1)
         while piece < TABLE_PIECES:
-            fill_bins(table, a, na, piece, TABLE_PIECES)
+            # One of TABLE_PIECES equal shares of the samples (never an empty last one).
+            fill_samples(table, a, na, table_samples(na) * piece // TABLE_PIECES,
+                         table_samples(na) * (piece + 1) // TABLE_PIECES)
             if fetch_add(&job.table_pieces[a_row + job.table_rows], 1) == TABLE_PIECES - 1:
                 atomic_store(&job.table_states[a_row], TABLE_BUILT)
             piece = fetch_add(&job.table_pieces[a_row], 1)
@@ -335,7 +337,7 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
     cdef int64_t stop
     cdef long count
     cdef BinTable* table = NULL
-    cdef Py_ssize_t na = 0
+    cdef Py_ssize_t na = 0, samples = 0
     a += row * n
     if job.descent_counts == NULL:
         if not in_order_blocks(a, lo, hi, True):
@@ -343,6 +345,7 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
         return
     if job.check_fills != NULL:
         table = check_fill_table(job, row, a, &na)
+        samples = table_samples(na)
     while lo < hi:
         stop = min(lo + CHECK_BLOCK, hi)
         if not in_order(a, lo, stop, True) and not list_descents(job, row, a, lo, stop):
@@ -351,8 +354,8 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
         if table != NULL:
             # The samples at positions [lo, stop), from position 0 in the
             # row's first block (its pairs start at t = 1).
-            fill_samples(table, a, na, min(samples_from(lo if lo > 1 else 0), table_samples(na)),
-                         min(samples_from(stop), table_samples(na)))
+            fill_samples(table, a, na, min(samples_from(lo if lo > 1 else 0), samples),
+                         min(samples_from(stop), samples))
         lo = stop
     # The last share of the row to be checked orders its descents.
     if fetch_add(&job.checks_left[row], -1) == 1:
