@@ -289,8 +289,8 @@ cdef const char* read_cumsum_attrs(const XLA_FFI_CallFrame* cf, CumsumAttrs* att
     cdef Attr table[4]
     table[:] = [any_int32(b"order", &attrs.order),
                 any_int32(b"right", &attrs.right),
-                Attr(b"segment", &attrs.segment, 1, cumsum_search.MAX_SEGMENT),
-                Attr(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
+                int32_in(b"segment", &attrs.segment, 1, cumsum_search.MAX_SEGMENT),
+                int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
     return read_attrs(cf, table, sizeof(table) // sizeof(Attr), message_buf)
 
 

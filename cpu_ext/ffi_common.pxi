@@ -305,16 +305,24 @@ cdef void start_tasks(const XLA_FFI_CallFrame* cf, JobHead* head, long tasks) no
 
 cdef struct Attr:
     # One int32 attribute a handler takes: the call's attribute of this
-    # name is read into `value`, and must lie in [lo, hi].
+    # name is read into `value`, and must lie in [lo, hi]. An optional one
+    # may be missing (a program lowered by an older jaxsearch), and `value`
+    # then keeps what the handler put there.
     const char* name
     int32_t* value
     int32_t lo
     int32_t hi
+    bint optional
+
+
+cdef Attr int32_in(const char* name, int32_t* value, int32_t lo, int32_t hi) noexcept nogil:
+    """A required attribute in [lo, hi]."""
+    return Attr(name, value, lo, hi, False)
 
 
 cdef Attr any_int32(const char* name, int32_t* value) noexcept nogil:
-    """An attribute that may take any value."""
-    return Attr(name, value, INT32_MIN, INT32_MAX)
+    """A required attribute that may take any value."""
+    return int32_in(name, value, INT32_MIN, INT32_MAX)
 
 
 cdef bint name_is(const XLA_FFI_ByteSpan* name, const char* expected) noexcept nogil:
@@ -324,8 +332,8 @@ cdef bint name_is(const XLA_FFI_ByteSpan* name, const char* expected) noexcept n
 cdef const char* read_attrs(const XLA_FFI_CallFrame* cf, Attr* table, int count,
                             char* message_buf) noexcept nogil:
     """Fills each of the `count` entries of `table` from the call's int32
-    scalar attribute of its name, checked against the entry's bounds; the
-    call may have no other attribute. An error message (in `message_buf`,
+    scalar attribute of its name, checked against the entry's bounds (an
+    optional entry may be missing); the call may have no other attribute. An error message (in `message_buf`,
     MESSAGE_SIZE bytes) or NULL.
 
     XLA passes the attributes sorted by name, but nothing here relies on
@@ -356,7 +364,7 @@ cdef const char* read_attrs(const XLA_FFI_CallFrame* cf, Attr* table, int count,
             return message_buf
         read |= (<unsigned long>1) << t
     for t in range(count):
-        if not read & ((<unsigned long>1) << t):
+        if not read & ((<unsigned long>1) << t) and not table[t].optional:
             snprintf(message_buf, MESSAGE_SIZE, b"jaxsearch: missing int32 attribute %s",
                      table[t].name)
             return message_buf

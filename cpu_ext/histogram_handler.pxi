@@ -216,7 +216,7 @@ cdef const char* histogram_call(const XLA_FFI_CallFrame* cf, char* message_buf) 
     cdef Attr table[1]
     cdef HistogramJob* job
     cdef const char* message
-    table[0] = Attr(b"threads", &threads, 1, MAX_CALL_THREADS)
+    table[0] = int32_in(b"threads", &threads, 1, MAX_CALL_THREADS)
     message = read_attrs(cf, table, 1, message_buf)
     if message != NULL:
         return message

@@ -1,11 +1,13 @@
 # The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
-# unbatched operand comes with size-1 batch dimensions, without a copy). Six
+# unbatched operand comes with size-1 batch dimensions, without a copy). Seven
 # int32 attributes: `bucket_min_bytes` (bytes of `a` from which buckets may
 # pay, see below), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
-# least), `order` (ORDER_*), `right` (0/1) and `threads` (at most this many
-# threads). Kernels in search_kernels.pxd and bin_table.pxd.
+# least), `order` (ORDER_*), `right` (0/1), `table_check` (optional: which
+# rows are checked for their bin tables, TABLE_CHECK_BUILT_IN) and `threads`
+# (at most this many threads). Kernels in search_kernels.pxd and
+# bin_table.pxd.
 #
 # The binary search answers as jnp's default method does, on any `a`; the
 # merge and runs kernels and the lower-bound search, only where `a` is sorted
@@ -83,6 +85,11 @@ cdef enum:
     SMALL_ROW_NEEDLES = 4
     LARGE_ROW_BYTES = 16777216  # 16 MiB
     GATHER_CHECK_RATIO = 8
+    # The `table_check` attribute's value for the rule above; any other
+    # (>= 0) replaces the rule where the gathers take the row: a row of
+    # TABLE_MIN_BYTES or more is checked where it has at most table_check
+    # / 16 keys per needle (CpuConfig.table_check_ratio, tuned per machine).
+    TABLE_CHECK_BUILT_IN = -1
     # Descents listed per row of `a`: at most one per KEYS_PER_DESCENT keys,
     # so that the lists (3 int64 per descent) take 3/8 of a byte per key.
     KEYS_PER_DESCENT = 64
@@ -128,6 +135,7 @@ cdef struct SearchAttrs:
     int32_t min_parallel
     int32_t order
     int32_t right
+    int32_t table_check
     int32_t threads
 
 
@@ -163,6 +171,7 @@ cdef struct SearchJob:
     bint right
     int order
     int kernel
+    int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -630,6 +639,10 @@ cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
     cdef int64_t row_bytes = job.shape.n * key_size
     cdef int64_t ratio = BISECT_CHECK_RATIO
     if gathers_take(key_size, job.shape.n):
+        if job.table_check != TABLE_CHECK_BUILT_IN:
+            # The tuned ratio, in sixteenths of a key per needle.
+            return (row_bytes >= TABLE_MIN_BYTES and <double>job.shape.n * a_rows * 16
+                    <= <double>job.table_check * job.shape.m * job.shape.rows)
         if row_bytes < GATHER_CHECK_MIN_BYTES:
             return (row_bytes >= TABLE_MIN_BYTES and job.shape.m * job.shape.rows
                     >= SMALL_ROW_NEEDLES * job.shape.n * a_rows)
@@ -702,13 +715,15 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[6]
-    table[:] = [Attr(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
+    cdef Attr table[7]
+    attrs.table_check = TABLE_CHECK_BUILT_IN
+    table[:] = [int32_in(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
                 any_int32(b"kernel", &attrs.kernel),
                 any_int32(b"min_parallel", &attrs.min_parallel),
                 any_int32(b"order", &attrs.order),
                 any_int32(b"right", &attrs.right),
-                Attr(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
+                Attr(b"table_check", &attrs.table_check, TABLE_CHECK_BUILT_IN, INT32_MAX, True),
+                int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
     return read_attrs(cf, table, sizeof(table) // sizeof(Attr), message_buf)
 
 
@@ -724,6 +739,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     if job == NULL:
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
+    job.table_check = attrs.table_check
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes)
     if message != NULL:
         free_search_job(job)

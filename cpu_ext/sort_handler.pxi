@@ -108,7 +108,7 @@ cdef const char* sort_call(const XLA_FFI_CallFrame* cf, char* message_buf) noexc
     cdef SortJob* job
     cdef const char* message
     cdef int64_t d
-    table[0] = Attr(b"threads", &threads, 1, MAX_CALL_THREADS)
+    table[0] = int32_in(b"threads", &threads, 1, MAX_CALL_THREADS)
     message = read_attrs(cf, table, 1, message_buf)
     if message != NULL:
         return message

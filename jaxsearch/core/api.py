@@ -160,6 +160,7 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
         cpu_threads=cpu_config.max_threads(cpu.available_cores()),
         cpu_min_parallel=cpu_config.min_parallel,
         cpu_bucket_min_bytes=cpu_config.bucket_min_bytes,
+        cpu_table_check_ratio=cpu_config.table_check_ratio,
         implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
         portable=portable)
     return out.reshape(v.shape)

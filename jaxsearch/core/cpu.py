@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import warnings
 from types import ModuleType
@@ -100,7 +101,8 @@ def available_cores() -> int:
 
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
            out_dtype: np.dtype, threads: int, min_parallel: int,
-           bucket_min_bytes: int = CpuConfig.bucket_min_bytes) -> jax.Array:
+           bucket_min_bytes: int = CpuConfig.bucket_min_bytes,
+           table_check_ratio: float | None = CpuConfig.table_check_ratio) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -125,12 +127,16 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       bucket_min_bytes: a row of many needles in any order is searched by
         buckets of its keys from this many bytes of `a`
         (`CpuConfig.bucket_min_bytes`).
+      table_check_ratio: where the gathers serve, needles in any order take
+        their row's bin table up to this many keys per needle; None, the
+        extension's own rule (`CpuConfig.table_check_ratio`).
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
     return _call(TARGET_NAME, a, v, out_dtype,
                  bucket_min_bytes=_int32_attribute(bucket_min_bytes),
+                 table_check=_table_check_attribute(table_check_ratio),
                  right=np.int32(side == "right"),
                  order=np.int32(ORDER_NAMES[order]),
                  kernel=np.int32(KERNEL_NAMES[kernel]),
@@ -153,6 +159,14 @@ def threads_for(config: CpuConfig, m: int) -> int:
     the kernels' own plan for the threads and min_parallel it passes them."""
     return planned_threads(m, threads=config.max_threads(available_cores()),
                            min_parallel=config.min_parallel)
+
+
+def _table_check_attribute(ratio: float | None) -> np.int32:
+    """The search's `table_check` attribute: the ratio in sixteenths of a
+    key per needle (rounded up, clamped: inf is "always"), -1 for None."""
+    if ratio is None:
+        return np.int32(-1)
+    return np.int32(math.ceil(16 * ratio) if 16 * ratio < INT32_MAX else INT32_MAX)
 
 
 def _int32_attribute(x: int) -> np.int32:

@@ -49,7 +49,8 @@ partitioned_p = Primitive("jaxsearch_searchsorted_partitioned")
 
 def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                  cpu_kernel: str, cpu_threads: int, cpu_min_parallel: int,
-                 cpu_bucket_min_bytes: int, needle_ndim: int | None = None,
+                 cpu_bucket_min_bytes: int, cpu_table_check_ratio: float | None = None,
+                 needle_ndim: int | None = None,
                  implementation: str | None = None, portable: bool = False) -> jax.Array:
     """Binds the primitive.
 
@@ -68,6 +69,9 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         (`CpuConfig.min_parallel`).
       cpu_bucket_min_bytes: the bytes of `a` from which the CPU kernel may
         search needles in any order by buckets (`CpuConfig.bucket_min_bytes`).
+      cpu_table_check_ratio: the keys per needle up to which the CPU kernel
+        searches needles in any order by their row's bin table where its
+        gathers serve (`CpuConfig.table_check_ratio`; None: its own rule).
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
       implementation: None (by platform, `rows.implementation_for`), or a GPU
         implementation asked for by name: its real kernels where the search
@@ -85,6 +89,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
     params = dict(side=side, order=order, out_dtype=np.dtype(out_dtype), cpu_kernel=cpu_kernel,
                   cpu_threads=cpu_threads, cpu_min_parallel=cpu_min_parallel,
                   cpu_bucket_min_bytes=int(cpu_bucket_min_bytes),
+                  cpu_table_check_ratio=cpu_table_check_ratio,
                   needle_ndim=int(needle_ndim), implementation=implementation,
                   portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \

@@ -47,7 +47,8 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
 
 
 def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
-                cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, portable=False):
+                cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, cpu_table_check_ratio=None,
+                portable=False):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
     implementation off cuda and rocm runs in its interpreter. (`portable`
@@ -69,7 +70,8 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
         a, v = a.astype(jnp.float32), v.astype(jnp.float32)
     return cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
                       threads=cpu_threads, min_parallel=cpu_min_parallel,
-                      bucket_min_bytes=cpu_bucket_min_bytes)
+                      bucket_min_bytes=cpu_bucket_min_bytes,
+                      table_check_ratio=cpu_table_check_ratio)
 
 
 def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:

@@ -46,6 +46,14 @@ class CpuConfig:
         of keys, >= 0; the default, 16 MiB, from a 2-core AMD EPYC (float32,
         1e6 needles and more: at 4 MB the buckets took 1.6x the bin table's
         time, at 40 MB 0.5x).
+      table_check_ratio: where jnp's probes run in SIMD gathers (4-byte keys
+        in the x86-64-v3 build), needles in any order are searched through
+        the bin table of their row of `a` (which costs a check of `a`) where
+        the row has at most this many keys per needle and 128 KiB of keys or
+        more, else by the gathers alone; >= 0 (inf: always), or None
+        (default) for the built-in rule: rows under 2 MiB at a quarter of
+        a key per needle, under 16 MiB at 8, larger ones at 16 (float32
+        on a 2-core Intel Xeon).
 
     Raises:
       TypeError: a field of the wrong type (a bool is no number here).
@@ -57,6 +65,7 @@ class CpuConfig:
     threads: int = 0
     min_parallel: int = 1 << 16
     bucket_min_bytes: int = 1 << 24
+    table_check_ratio: float | None = None
 
     def __post_init__(self) -> None:
         # Checked here, so that neither an explicit config nor a cached one
@@ -78,6 +87,12 @@ class CpuConfig:
             raise ValueError(f"min_parallel must be >= 1, got {self.min_parallel!r}")
         if self.bucket_min_bytes < 0:
             raise ValueError(f"bucket_min_bytes must be >= 0, got {self.bucket_min_bytes!r}")
+        ratio = self.table_check_ratio
+        if ratio is not None:
+            if not isinstance(ratio, numbers.Real) or isinstance(ratio, (bool, np.bool_)):
+                raise TypeError(f"table_check_ratio must be a number or None, got {ratio!r}")
+            if not ratio >= 0:  # NaN too
+                raise ValueError(f"table_check_ratio must be >= 0 or None, got {ratio!r}")
 
     def max_threads(self, cores: int) -> int:
         """The thread count a call passes to the kernels on a host with

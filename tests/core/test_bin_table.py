@@ -13,11 +13,18 @@ descents, whose needles take jnp's probes where they could mislead.
 
 from __future__ import annotations
 
+import math
+import re
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
+from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, seeded
 
+import jaxsearch
 from jaxsearch.core import cpu
+from jaxsearch.tuning import CpuConfig, use_cpu_config
 
 # Keys of a row, enough for a table at every key width tested.
 N_FLOAT32 = 40_000  # 160 KB
@@ -194,3 +201,53 @@ def test_a_promised_sorted_takes_its_table():
                     assert ((got >= 0) & (got <= n)).all(), what
                 else:
                     np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("ratio", [0.0, math.inf])
+def test_the_tuned_table_check(ratio):
+    """`CpuConfig.table_check_ratio` in place of the built-in rule where the
+    gathers serve: inf checks every row of 128 KiB or more for its table, 0
+    none (the gathers alone); jnp's answers either way, descents included."""
+    rng = seeded("tuned", ratio)
+    rows = float_rows(rng, N_FLOAT32, "float32")
+    for case in ["normal", "NaN tail", "descents of an ulp"]:
+        a = rows[case]
+        v = needles_for(rng, a, M)
+        for side in SIDES:
+            got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="any",
+                             kernel="bisect", out_dtype=np.dtype(np.int32), threads=2,
+                             min_parallel=700, table_check_ratio=ratio)
+            np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side),
+                                          err_msg=f"{case}, {side}")
+
+
+def test_the_config_reaches_the_call():
+    """The ratio in force reaches the custom call as `table_check`, in
+    sixteenths of a key per needle (-1: the built-in rule)."""
+    a, v = jnp.linspace(0, 1, 1000), jnp.linspace(1, 0, 100)
+
+    def lowered_text():
+        return jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=False)).lower(
+            a, v).as_text()
+
+    with use_cpu_config(CpuConfig(table_check_ratio=2.5)):
+        assert re.search(r"table_check = 40 : i32", lowered_text())
+    with use_cpu_config(CpuConfig(table_check_ratio=math.inf)):
+        assert re.search(rf"table_check = {2**31 - 1} : i32", lowered_text())
+    with use_cpu_config(CpuConfig()):
+        assert re.search(r"table_check = -1 : i32", lowered_text())
+
+
+def test_a_call_without_table_check():
+    """A program lowered before the `table_check` attribute existed (an
+    exported artifact) still runs: the attribute is optional, and the
+    built-in rule answers."""
+    rng = seeded("older call")
+    a = float_rows(rng, N_FLOAT32, "float32")["descents of an ulp"]
+    v = needles_for(rng, a, M)
+    call = jax.ffi.ffi_call(cpu.TARGET_NAME, jax.ShapeDtypeStruct(v.shape, np.int32))
+    got = call(jnp.asarray(a), jnp.asarray(v), bucket_min_bytes=np.int32(1 << 24),
+               right=np.int32(0), order=np.int32(cpu.ORDER_NAMES["any"]),
+               kernel=np.int32(cpu.KERNEL_NAMES["bisect"]), threads=np.int32(2),
+               min_parallel=np.int32(700))
+    np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, "left"))

@@ -13,7 +13,8 @@ from jaxsearch.core import cpu
 
 SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
-                                                  "threads", "min_parallel", "bucket_min_bytes"))
+                                                  "threads", "min_parallel", "bucket_min_bytes",
+                                                  "table_check_ratio"))
 
 
 def seeded(*labels: object) -> np.random.Generator:

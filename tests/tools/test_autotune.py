@@ -10,7 +10,7 @@ from helpers.caches import write
 from helpers.processes import run_python
 
 from jaxsearch import tuning
-from jaxsearch.core import gpu
+from jaxsearch.core import cpu, gpu
 from jaxsearch.core.implementations import GPU_IMPLEMENTATIONS
 from jaxsearch.tools.autotune import cpu as autotune_cpu
 from jaxsearch.tools.autotune import gpu as autotune_gpu
@@ -73,6 +73,40 @@ def test_bucket_sweep_times_both_routes(caches):
     assert "bucket_min_bytes" in autotune_cpu.cpu_table(entries)
 
 
+def test_table_check_ratio_choices():
+    rungs = [0.25, 0.5, 1.0, 2.0]
+    # The table wins from 1 needle per key on: up to 1 / sqrt(0.5) keys per needle.
+    assert autotune_cpu._table_check_ratio(rungs, [3, 3, 1, 1], [2, 2, 2, 2]) == \
+        pytest.approx(2**0.5)
+    # Everywhere: a step past the most keys per needle tried; nowhere: a
+    # step short of the fewest.
+    assert autotune_cpu._table_check_ratio(rungs, [1] * 4, [2] * 4) == pytest.approx(32**0.5)
+    assert autotune_cpu._table_check_ratio(rungs, [3] * 4, [2] * 4) == pytest.approx(0.25)
+    # A win within the margin is no win; nor one followed by a loss.
+    assert autotune_cpu._table_check_ratio(rungs, [3, 3, 3, 1.99], [2] * 4) == 0.25
+    assert autotune_cpu._table_check_ratio(rungs, [1, 3, 1, 1], [2] * 4) == pytest.approx(2**0.5)
+
+
+@pytest.mark.skipif(cpu.ISA != "x86-64-v3", reason="the gathers serve the x86-64-v3 build only")
+def test_table_sweep_times_both_routes(caches):
+    """One size of float32 keys, the table always and never checked for at
+    each rung of needles per key; its threshold goes into that size's entry
+    and the config resolved there."""
+    user, _ = caches
+    size = 100_000
+    grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("float32",), sizes=(size,),
+                               ratios=(1, 4), repeats=1, budget_s=0.0, threads=False)
+    progress = Progress(autotune_cpu.cpu_steps(grid), "test")
+    entries = autotune_cpu.tune_cpu(grid, progress)
+    assert progress.done == progress.total
+    swept = entries[-1].times["table"]
+    assert len(swept["needles_per_key"]) == len(swept["table_s"]) == len(swept["gathers_s"]) >= 2
+    assert swept["threshold"] == entries[-1].config["table_check_ratio"] > 0
+    write(user, *entries)
+    assert tuning.cpu_config(size, size, np.float32).table_check_ratio == swept["threshold"]
+    assert "table_check_ratio" in autotune_cpu.cpu_table(entries)
+
+
 def test_thread_candidates():
     assert autotune_cpu._thread_candidates(1) == [0]
     assert autotune_cpu._thread_candidates(2) == [0, 1]
@@ -98,11 +132,12 @@ def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
     assert {e["bucket"]["size"] for e in data["entries"]} == {64, 512}
     entry = data["entries"][0]
     assert entry["kernel"] == "cpu" and entry["dtype"] == "float32"
-    # Keys of 2 KiB at most: too few for buckets, whose threshold stays the default.
+    # Keys of 2 KiB at most: too few for buckets or tables, whose thresholds
+    # stay the defaults.
     assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)} - {
-        "bucket_min_bytes"}
+        "bucket_min_bytes", "table_check_ratio"}
     assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
-    assert "buckets" not in entry["times"]
+    assert not {"buckets", "table"} & set(entry["times"])
     assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]
 
     env = {tuning.TUNING_DIR_ENV: str(out)}

@@ -4,8 +4,10 @@ Times the Cython kernels against each other over N/M skews and picks the
 crossover points of the kernel selector (``bisect_ratio``: merge vs. lock-step
 binary search for N >> M; ``runs_ratio``: merge vs. run filling for M >> N),
 then the thread count (at the largest size) and the size from which threads
-pay (``min_parallel``), and the bytes of keys from which needles in any
-order are searched by buckets (``bucket_min_bytes``).
+pay (``min_parallel``), the bytes of keys from which needles in any
+order are searched by buckets (``bucket_min_bytes``), and the keys per
+needle up to which they take their row's bin table where SIMD gathers
+would search it alone (``table_check_ratio``).
 Kernels are compared on one thread: threads split the needles of every kernel
 alike, so the crossovers carry over.
 """
@@ -38,6 +40,11 @@ MARGIN = 0.05
 BUCKET_SWEEP_MIN_BYTES = 1 << 20
 # A bucket_min_bytes no call reaches: the buckets off.
 NO_BUCKETS = 2**31 - 1
+# Needles per key at which the bin table is timed against the gathers
+# (a ladder of one step, as `crossover` takes), and the fewest bytes of
+# keys a row needs to take a table at all (the extension's TABLE_MIN_BYTES).
+TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
+TABLE_MIN_BYTES = 1 << 17
 
 
 def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
@@ -164,10 +171,61 @@ def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
     return nbytes[0] if first == 0 else round(math.sqrt(nbytes[first - 1] * nbytes[first]))
 
 
+def _table_cells(size: int, dtype: str) -> list[tuple[float, int, int]]:
+    """(needles per key, N, M) of the table sweep at max(N, M) = size: the
+    ladder's rungs whose row of keys can take a table; none where the
+    gathers do not search this dtype (4-byte keys, the x86-64-v3 build)."""
+    itemsize = np.dtype(dtype).itemsize
+    if cpu.ISA != "x86-64-v3" or itemsize != 4:
+        return []
+    cells = [(x, size if x <= 1 else round(size / x), round(size * x) if x <= 1 else size)
+             for x in TABLE_NEEDLES_PER_KEY]
+    return [(x, n, m) for x, n, m in cells if n * itemsize >= TABLE_MIN_BYTES and m >= 1]
+
+
+def _sweep_table(size: int, dtype: str, grid: TuneGrid,
+                 progress: Progress) -> dict[str, Any] | None:
+    """Seconds per call of unsorted needles through the bin table (the
+    check of `a` always on) and through the gathers alone (never), at each
+    rung of needles per key; and the table_check_ratio they give (keys per
+    needle up to which the table won at every rung with more needles).
+    None where no rung applies."""
+    cells = _table_cells(size, dtype)
+    if len(cells) < 2:
+        return None
+    table_s, gathers_s = [], []
+    for x, n, m in cells:
+        progress.show(f"cpu {dtype} size={fmt_count(size)} table vs gathers at "
+                      f"N={fmt_count(n)} M={fmt_count(m)}")
+        inputs = make_inputs(Problem(n, m, dtype, sorted_v=False))
+        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
+                                                       table_check_ratio=ratio),
+                                   inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
+                 for ratio in (math.inf, 0.0)]
+        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
+        table_s.append(timings[0].timing.median)
+        gathers_s.append(timings[1].timing.median)
+        progress.step()
+    rungs = [x for x, _, _ in cells]
+    return {"needles_per_key": rungs, "table_s": table_s, "gathers_s": gathers_s,
+            "threshold": _table_check_ratio(rungs, table_s, gathers_s)}
+
+
+def _table_check_ratio(needles_per_key: Sequence[float], table_s: Sequence[float],
+                       gathers_s: Sequence[float]) -> float:
+    """Keys per needle up to which the table beat the gathers clearly
+    (MARGIN) at every rung with more needles per key: the inverse of
+    `crossover`'s point on the ladder, past its ends where the table won
+    everywhere (a step above) or nowhere (a step below)."""
+    return 1 / crossover(needles_per_key, gathers_s, [t / (1 - MARGIN) for t in table_s])
+
+
 def cpu_steps(grid: TuneGrid) -> int:
     """Progress steps of :func:`tune_cpu`."""
     per_size = sum(2 * len(_ratios_for(s, grid.ratios)) + grid.threads for s in grid.sizes)
-    return sum(per_size + len(_bucket_sizes(grid.sizes, d)) for d in grid.dtypes)
+    tables = sum(len(c) for d in grid.dtypes for s in grid.sizes
+                 if len(c := _table_cells(s, d)) >= 2)
+    return sum(per_size + len(_bucket_sizes(grid.sizes, d)) for d in grid.dtypes) + tables
 
 
 def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
@@ -191,6 +249,9 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             found.append({"bisect": sweep("bisect"), "runs": sweep("runs")})
             if grid.threads:
                 found[-1]["threads_s"] = _sweep_threads(size, dtype, grid, progress)
+            table = _sweep_table(size, dtype, grid, progress)
+            if table is not None:
+                found[-1]["table"] = table
         shared_fields = {}
         buckets = _bucket_sizes(sizes, dtype)
         if buckets:
@@ -207,6 +268,8 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
         for size, f in zip(sizes, found):
             config = {"bisect_ratio": f["bisect"]["threshold"],
                       "runs_ratio": f["runs"]["threshold"], **shared_fields}
+            if "table" in f:
+                config["table_check_ratio"] = f["table"]["threshold"]
             entries.append(tuning.CacheEntry(
                 tuning.CPU_KERNEL, tuning.dtype_class(dtype), {"size": size}, config, f))
     return entries
@@ -224,7 +287,10 @@ def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
                      fmt_count(e.config["min_parallel"]) if "min_parallel" in e.config
                      else "default", fmt_x(speedup),
                      fmt_count(e.config["bucket_min_bytes"]) if "bucket_min_bytes" in e.config
+                     else "default",
+                     f"{e.config['table_check_ratio']:.3g}" if "table_check_ratio" in e.config
                      else "default"])
     return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
-                         "min_parallel", "all cores vs 1", "bucket_min_bytes"], rows)
+                         "min_parallel", "all cores vs 1", "bucket_min_bytes",
+                         "table_check_ratio"], rows)
 
