@@ -72,6 +72,10 @@ SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
 BUCKET_KEYS_PER_NEEDLE = bucket_search.BUCKET_DENSITY
 # The most edges one histogram call takes.
 MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT
+# The fewest bytes of keys a row takes a bin table from, and the search's
+# `table_check` attribute for its built-in rule of which rows are checked.
+TABLE_ROW_MIN_BYTES = TABLE_MIN_BYTES
+BUILT_IN_TABLE_CHECK = TABLE_CHECK_BUILT_IN
 
 
 def handler_capsule():
@@ -92,6 +96,12 @@ def histogram_handler_capsule():
 def sort_handler_capsule():
     """The key sort FFI handler as a PyCapsule."""
     return PyCapsule_New(<void*>sort_handler, NULL, NULL)
+
+
+def gathers_search(int key_bytes, long long keys):
+    """Whether this build's binary search runs jnp's probes in SIMD gathers
+    for `keys` keys of `key_bytes` bytes (gather_probes.pxd)."""
+    return bool(gathers_take(key_bytes, keys))
 
 
 def runs_x86_64_v3():

@@ -333,8 +333,8 @@ cdef const char* read_attrs(const XLA_FFI_CallFrame* cf, Attr* table, int count,
                             char* message_buf) noexcept nogil:
     """Fills each of the `count` entries of `table` from the call's int32
     scalar attribute of its name, checked against the entry's bounds (an
-    optional entry may be missing); the call may have no other attribute. An error message (in `message_buf`,
-    MESSAGE_SIZE bytes) or NULL.
+    optional entry may be missing); the call may have no other attribute.
+    An error message (in `message_buf`, MESSAGE_SIZE bytes) or NULL.
 
     XLA passes the attributes sorted by name, but nothing here relies on
     that; their names are byte spans, not NUL-terminated."""

@@ -213,6 +213,7 @@ cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t*
     it as the others waited), else the first part builds it alone."""
     cdef BinTable* table
     cdef long state, piece
+    cdef Py_ssize_t samples = table_samples(na)
     cdef bint filled
     if job.tables == NULL:
         return NULL
@@ -238,8 +239,8 @@ cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t*
         piece = fetch_add(&job.table_pieces[a_row], 1)
         while piece < TABLE_PIECES:
             # One of TABLE_PIECES equal shares of the samples (never an empty last one).
-            fill_samples(table, a, na, table_samples(na) * piece // TABLE_PIECES,
-                         table_samples(na) * (piece + 1) // TABLE_PIECES)
+            fill_samples(table, a, na, samples * piece // TABLE_PIECES,
+                         samples * (piece + 1) // TABLE_PIECES)
             if fetch_add(&job.table_pieces[a_row + job.table_rows], 1) == TABLE_PIECES - 1:
                 atomic_store(&job.table_states[a_row], TABLE_BUILT)
             piece = fetch_add(&job.table_pieces[a_row], 1)

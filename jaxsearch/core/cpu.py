@@ -68,6 +68,10 @@ else:
     MAX_HISTOGRAM_EDGES: int = _ext.MAX_HISTOGRAM_EDGES
     # (the cumsum kernel's longest segment, read by cumsum)
     MAX_SEGMENT: int = _ext.MAX_SEGMENT
+    # (the bin table's smallest row, which the autotuner's table sweep reads,
+    # and the `table_check` attribute for the extension's own rule)
+    TABLE_ROW_MIN_BYTES: int = _ext.TABLE_ROW_MIN_BYTES
+    BUILT_IN_TABLE_CHECK: int = _ext.BUILT_IN_TABLE_CHECK
     _planned_threads = _ext.planned_threads
     try:
         jax.ffi.register_ffi_target(TARGET_NAME, _ext.handler_capsule(), platform="cpu")
@@ -161,11 +165,19 @@ def threads_for(config: CpuConfig, m: int) -> int:
                            min_parallel=config.min_parallel)
 
 
+def gathers_search(dtype: np.dtype, n: int) -> bool:
+    """Whether the extension's binary search runs jnp's probes in SIMD
+    gathers for a row of n keys of `dtype` (4-byte keys in the x86-64-v3
+    build): where `CpuConfig.table_check_ratio` applies."""
+    return AVAILABLE and _ext.gathers_search(np.dtype(dtype).itemsize, n)
+
+
 def _table_check_attribute(ratio: float | None) -> np.int32:
     """The search's `table_check` attribute: the ratio in sixteenths of a
-    key per needle (rounded up, clamped: inf is "always"), -1 for None."""
+    key per needle (rounded up, clamped: inf is "always"), the extension's
+    value for its built-in rule for None."""
     if ratio is None:
-        return np.int32(-1)
+        return np.int32(BUILT_IN_TABLE_CHECK)
     return np.int32(math.ceil(16 * ratio) if 16 * ratio < INT32_MAX else INT32_MAX)
 
 

@@ -87,7 +87,8 @@ def test_table_check_ratio_choices():
     assert autotune_cpu._table_check_ratio(rungs, [1, 3, 1, 1], [2] * 4) == pytest.approx(2**0.5)
 
 
-@pytest.mark.skipif(cpu.ISA != "x86-64-v3", reason="the gathers serve the x86-64-v3 build only")
+@pytest.mark.skipif(not cpu.gathers_search(np.float32, 100_000),
+                    reason="the gathers serve the x86-64-v3 build only")
 def test_table_sweep_times_both_routes(caches):
     """One size of float32 keys, the table always and never checked for at
     each rung of needles per key; its threshold goes into that size's entry

@@ -41,10 +41,8 @@ BUCKET_SWEEP_MIN_BYTES = 1 << 20
 # A bucket_min_bytes no call reaches: the buckets off.
 NO_BUCKETS = 2**31 - 1
 # Needles per key at which the bin table is timed against the gathers
-# (a ladder of one step, as `crossover` takes), and the fewest bytes of
-# keys a row needs to take a table at all (the extension's TABLE_MIN_BYTES).
+# (a ladder of one step, as `crossover` takes).
 TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
-TABLE_MIN_BYTES = 1 << 17
 
 
 def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
@@ -173,14 +171,13 @@ def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
 
 def _table_cells(size: int, dtype: str) -> list[tuple[float, int, int]]:
     """(needles per key, N, M) of the table sweep at max(N, M) = size: the
-    ladder's rungs whose row of keys can take a table; none where the
-    gathers do not search this dtype (4-byte keys, the x86-64-v3 build)."""
+    ladder's rungs whose row of keys can take a table and is searched by
+    the gathers (4-byte keys in the x86-64-v3 build; elsewhere none)."""
     itemsize = np.dtype(dtype).itemsize
-    if cpu.ISA != "x86-64-v3" or itemsize != 4:
-        return []
     cells = [(x, size if x <= 1 else round(size / x), round(size * x) if x <= 1 else size)
              for x in TABLE_NEEDLES_PER_KEY]
-    return [(x, n, m) for x, n, m in cells if n * itemsize >= TABLE_MIN_BYTES and m >= 1]
+    return [(x, n, m) for x, n, m in cells if n * itemsize >= cpu.TABLE_ROW_MIN_BYTES
+            and m >= 1 and cpu.gathers_search(dtype, n)]
 
 
 def _sweep_table(size: int, dtype: str, grid: TuneGrid,
