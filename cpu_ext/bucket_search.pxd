@@ -21,7 +21,7 @@ from libc.string cimport memcpy
 from search_kernels cimport key_t, idx_t, side_t
 from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_place, bin_window,
                        prefetch, table_kernel)
-from huge_pages cimport huge_malloc
+from huge_pages cimport huge_malloc, scratch_malloc, scratch_free
 
 cdef extern from *:
     """
@@ -301,10 +301,11 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
     b.count = (t.bins >> b.shift) + 1
     b.offset = <Py_ssize_t*>malloc((2 * b.count + 1) * sizeof(Py_ssize_t))
     b.next = b.offset + b.count + 1
-    keys = <key_t*>huge_malloc(m * sizeof(key_t))
-    at = <uint32_t*>huge_malloc(m * sizeof(uint32_t))
+    keys = <key_t*>scratch_malloc(m * sizeof(key_t))
+    at = <uint32_t*>scratch_malloc(m * sizeof(uint32_t))
     chunk = <idx_t*>malloc(SEARCH_CHUNK * sizeof(idx_t))
-    answers = <idx_t*>keys if sizeof(idx_t) <= sizeof(key_t) else <idx_t*>huge_malloc(m * sizeof(idx_t))
+    answers = (<idx_t*>keys if sizeof(idx_t) <= sizeof(key_t)
+               else <idx_t*>scratch_malloc(m * sizeof(idx_t)))
     ok = not (b.offset == NULL or keys == NULL or at == NULL or chunk == NULL
               or answers == NULL)
     if ok:
@@ -312,9 +313,9 @@ cdef inline bint bucket_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, cons
         search_in_buckets(a, na, n, &b, keys, m, answers, chunk, t, side)
         place_answers(&b, answers, at, m, out)
     if answers != <idx_t*>keys:
-        free(answers)
+        scratch_free(answers, m * sizeof(idx_t))
     free(b.offset)
-    free(keys)
-    free(at)
+    scratch_free(keys, m * sizeof(key_t))
+    scratch_free(at, m * sizeof(uint32_t))
     free(chunk)
     return ok

@@ -14,6 +14,7 @@ needle count that leaves a tail past the search's chunks.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 
 import jax.numpy as jnp
@@ -124,3 +125,30 @@ def test_the_threshold_is_the_call_s(order):
                          out_dtype=np.dtype(np.int32), threads=2, min_parallel=1024,
                          bucket_min_bytes=0)
         np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
+
+
+def test_scratch_kept_between_calls():
+    """The partition's scratch of 4 MiB or more per part is kept from one
+    call to the next (huge_pages.scratch_malloc): calls of other sizes, on
+    threads of their own at once, each take a block large enough or a fresh
+    one, and answer as jnp does."""
+    rng = seeded("scratch")
+    a = np.sort(rng.standard_normal(1 << 17) * 1e3).astype(np.float32)
+    # Needles per part (2 threads): 6 MB, 4.6 MB (a kept block, not over 4x
+    # too large), 12 MB (too small: a fresh one), 4.2 MB (12 MB is too large).
+    sizes = [3_000_000, 2_300_001, 6_000_000, 2_100_000]
+    cases = [(rng.uniform(-5e3, 5e3, m).astype(np.float32), side)
+             for m, side in zip(sizes, ["left", "right", "left", "right"])]
+
+    def search(case):
+        v, side = case
+        return np.asarray(CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="any",
+                                     kernel="merge", out_dtype=np.dtype(np.int32), threads=2,
+                                     min_parallel=1024, bucket_min_bytes=0))
+
+    wants = [like_jnp(a, v, side) for v, side in cases]
+    for case, want in zip(cases, wants):
+        np.testing.assert_array_equal(search(case), want)
+    with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+        for got, want in zip(pool.map(search, cases * 2), wants * 2):
+            np.testing.assert_array_equal(got, want)
