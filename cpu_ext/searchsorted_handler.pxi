@@ -35,9 +35,11 @@
 # or a binary-searched call), phase 0 fills it as it checks the row, each
 # block of keys while in cache (check_part), one read of `a` less.
 # One row of many needles out of order in a large `a` takes its table by
-# buckets (bucket_search.pxd), in one part per thread, as each part reads
-# all of `a`; a checked call's phase 0 then checks the needles' order too,
-# so that sorted needles keep the merge's many parts (plan_buckets).
+# buckets (bucket_search.pxd), in a part per thread in each of three
+# phases: 1 partitions a slice of the needles, 2 searches a run of buckets
+# (all slices' needles in them), 3 puts a slice's answers in place; a
+# checked call's phase 0 then checks the needles' order too, so that sorted
+# needles keep the merge's many parts (plan_buckets).
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -58,7 +60,8 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
 from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
                        build_bin_table, fill_samples, free_bin_table, table_kernel,
                        table_samples)
-from bucket_search cimport bucket_kernel, buckets_pay
+from bucket_search cimport (BucketJob, begin_bucket_job, free_bucket_job, partition_slice,
+                            search_bucket_run, place_slice, buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
 
 # `kernel`: which kernel serves sorted needles.
@@ -68,7 +71,9 @@ cdef enum:
     KERNEL_BISECT = 2
 
 cdef enum:
-    SEARCH_PHASES = 2
+    # 0: the checks; 1: the search (with buckets, the partition); 2 and 3,
+    # with buckets only: the buckets' runs, the answers put in place.
+    SEARCH_PHASES = 4
     # Keys of `a` per part of the order check, at least.
     CHECK_GRAIN = 65536  # 2**16 (a literal: with debug_checks, Cython 3.3 cannot
                          # generate an enum value from a shift)
@@ -163,7 +168,8 @@ cdef struct SearchJob:
     int64_t table_rows
     long descent_room
     bint buckets                    # unsorted needles by buckets (bucket_search.pxd)
-    long bucket_slices              # phase 1's parts per row with buckets
+    BucketJob bucket_job            # their scratch and steps, where buckets
+    long bucket_slices              # with buckets: parts of phases 1 to 3 (a row)
     long v_check_slices             # phase 0's parts that check the needles' order
     long v_unsorted                 # 1 where they found it broken
     long checks_to_go               # phase 0's parts not done (the last settles the buckets)
@@ -258,12 +264,13 @@ cdef long wait_while(long* state, long value) noexcept nogil:
 
 
 cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                             idx_t* out, const SearchJob* job, int64_t a_row,
+                             idx_t* out, const SearchJob* job, int64_t a_row, long piece,
                              Py_ssize_t descent_count, const side_t* side) noexcept nogil:
-    """Needles in any order, in a row of `a` sorted but for the descents
-    listed: counted in a short row; else by its bin table where there is
-    one, else by the lower-bound search, or jnp's probes where there are
-    descents."""
+    """Needles in any order (slice `piece` of the row's), in a row of `a`
+    sorted but for the descents listed: counted in a short row; else by its
+    bin table where there is one (with buckets, only partitioned here: the
+    later phases search and place them), else by the lower-bound search, or
+    jnp's probes where there are descents."""
     cdef Py_ssize_t na
     cdef const BinTable* table
     if n <= COUNT_KEYS and descent_count == 0:
@@ -272,7 +279,12 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
     na = non_nan_prefix(a, n)
     table = row_table(job, a_row, a, na, descent_count)
     if table != NULL:
-        if not (job.buckets and bucket_kernel(a, na, n, v, m, out, table, side)):
+        # The job is shared, and its bucket_job's scratch and count are
+        # written by the parts (each its own slice): const here only to the
+        # parts' plain fields (the job is on the heap).
+        if job.buckets and partition_slice(<BucketJob*>&job.bucket_job, piece, table, v, m):
+            fetch_add(<long*>&job.bucket_job.partitioned, 1)
+        else:
             table_kernel(a, na, n, v, m, out, table, side)
     elif descent_count == 0:
         lower_bound_kernel(a, n, v, m, out, side)
@@ -282,7 +294,7 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
 
 cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                        idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
-                       Py_ssize_t descent_count, const side_t* side) noexcept nogil:
+                       long piece, Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`, known sorted (or
     sorted but for the descents listed) or not. Each part checks its own
     needles (unless phase 0 did), so parts of one row may take different
@@ -290,8 +302,10 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
     # jnp's probes answer any needles in any `a`, so they need no check.
     if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
-    elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY:
-        search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
+    # With buckets every slice is partitioned, sorted or not (phase 0 found
+    # the needles out of order, or they were not promised).
+    elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY or job.buckets:
+        search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
     # Needles that phase 0 found sorted need no check of their own.
     elif job.order == ORDER_SORTED or (needles_found_sorted(job) and descent_count == 0):
         search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
@@ -299,7 +313,7 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
     elif ((descent_count > 0 and job.kernel == KERNEL_RUNS)
           or not search_sorted(a, n, v, m, out, job.kernel, job, a_row, descent_count, side,
                                <const Checked*>NULL)):
-        search_any_needles(a, n, v, m, out, job, a_row, descent_count, side)
+        search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
 
 
 cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t lo,
@@ -421,11 +435,11 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
     v += v_off + lo
     out += row * job.shape.m + lo
     if job.right:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, descent_count,
-                     <const RightSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
+                     descent_count, <const RightSide*>NULL)
     else:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, descent_count,
-                     <const LeftSide*>NULL)
+        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
+                     descent_count, <const LeftSide*>NULL)
 
 
 cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const key_t* v,
@@ -463,6 +477,35 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
             probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const LeftSide*>NULL)
 
 
+cdef void run_buckets(const SearchJob* job, long run, const key_t* a,
+                      idx_t* answers) noexcept nogil:
+    """Phase 2: one run of the row's buckets (search_bucket_run), where
+    every slice was partitioned in phase 1 (else phase 1 answered them)."""
+    cdef const BinTable* table = &job.tables[0]
+    if not all_partitioned(job):
+        return
+    if job.right:
+        search_bucket_run(a, non_nan_prefix(a, job.shape.n), job.shape.n, &job.bucket_job, run,
+                          table, answers, <const RightSide*>NULL)
+    else:
+        search_bucket_run(a, non_nan_prefix(a, job.shape.n), job.shape.n, &job.bucket_job, run,
+                          table, answers, <const LeftSide*>NULL)
+
+
+cdef void place_bucket_slice(const SearchJob* job, long piece, idx_t* out) noexcept nogil:
+    """Phase 3: the answers of one slice of the row's needles put in place,
+    where every slice was partitioned in phase 1."""
+    if all_partitioned(job):
+        place_slice(&job.bucket_job, piece,
+                    out + job.bucket_job.m * piece // job.bucket_job.slices)
+
+
+cdef bint all_partitioned(const SearchJob* job) noexcept nogil:
+    """After phase 1: whether it partitioned every slice of the needles
+    (each takes the same table, so either all or none)."""
+    return atomic_load(<long*>&job.bucket_job.partitioned) == job.bucket_job.slices
+
+
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
                   const key_t* v) noexcept nogil:
     # Phase 0's last v_check_slices parts check the needles (plan_buckets).
@@ -470,6 +513,14 @@ cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
         check_needles_part(job, part - (job.parts[0] - job.v_check_slices), v)
     elif phase == 0:
         check_part(job, part, a)
+    elif phase == 2 and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+        run_buckets(job, part, a, <int32_t*>job.bucket_job.answers)
+    elif phase == 2:
+        run_buckets(job, part, a, <int64_t*>job.bucket_job.answers)
+    elif phase == 3 and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+        place_bucket_slice(job, part, <int32_t*>job.shape.out_buf.data)
+    elif phase == 3:
+        place_bucket_slice(job, part, <int64_t*>job.shape.out_buf.data)
     elif job.rows_per_part and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
         run_short_rows(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     elif job.rows_per_part:
@@ -509,11 +560,17 @@ cdef void run_part(const SearchJob* job, int phase, long part) noexcept nogil:
 
 
 cdef void use_buckets(SearchJob* job) noexcept nogil:
-    """Phase 1 searches the needles by buckets, in fewer parts: each part
-    partitions its own needles and reads all of `a` (bucket_search.pxd)."""
+    """The needles are searched by buckets (bucket_search.pxd), in a part
+    per thread in each of phases 1 to 3, where their scratch is to be had
+    (else as without buckets)."""
+    cdef long slices = min(job.slices, job.bucket_slices)
+    cdef size_t answer_size = 4 if job.shape.out_buf.dtype == XLA_FFI_DataType_S32 else 8
+    if not begin_bucket_job(&job.bucket_job, job.shape.n, job.shape.m, slices,
+                            key_bytes(job.shape.a_buf.dtype), answer_size):
+        return
     job.buckets = True
-    job.slices = min(job.slices, job.bucket_slices)
-    job.parts[1] = job.shape.rows * job.slices
+    job.slices = slices
+    job.parts[1] = job.parts[2] = job.parts[3] = job.shape.rows * job.slices
 
 
 cdef void settle_buckets(SearchJob* job) noexcept nogil:
@@ -583,8 +640,9 @@ cdef void search_work(void* data) noexcept nogil:
                 settle_buckets(job)
             fetch_add(&job.done_parts[phase], 1)
             part = fetch_add(&job.next_part[phase], 1)
-        if phase == 0:
-            wait_for_parts(job, 0)
+        # Each phase starts once the one before is done, but for a last one.
+        if phase + 1 < SEARCH_PHASES and (phase == 0 or job.parts[phase + 1] > 0):
+            wait_for_parts(job, phase)
 
 
 cdef void free_search_job(void* data) noexcept nogil:
@@ -599,6 +657,8 @@ cdef void free_search_job(void* data) noexcept nogil:
             free_bin_table(&job.tables[row])
     free(job.tables)
     free(job.table_claims)  # and the states and pieces after them
+    if job.buckets:
+        free_bucket_job(&job.bucket_job)
     free(job)
 
 
@@ -733,6 +793,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     the pool's, until every claimed part is done; an error message or NULL."""
     cdef SearchAttrs attrs
     cdef SearchJob* job
+    cdef int phase
     cdef const char* message = read_search_attrs(cf, &attrs, message_buf)
     if message != NULL:
         return message
@@ -750,7 +811,8 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     search_work(job)
     # Parts claimed by pool tasks may still be running; unstarted tasks are
     # not waited for (they find no part left, and the last one frees the job).
-    wait_for_parts(job, 1)
+    for phase in range(1, SEARCH_PHASES):
+        wait_for_parts(job, phase)
     release(&job.head)
     return NULL
 

@@ -72,9 +72,22 @@ def test_row_answers_as_jnp(kind, order):
     v = needles(a, kind)
     for side in SIDES:
         want = like_jnp(a, v, side)
-        for threads, min_parallel in ((1, 1 << 16), (2, 1024)):
+        # Three threads: slices whose partitions start past a line's start.
+        for threads, min_parallel in ((1, 1 << 16), (2, 1024), (3, 1024)):
             got = cpu_search(a, v, side, order, "merge", threads, min_parallel)
             np.testing.assert_array_equal(got, want, err_msg=f"{side}, {threads} threads")
+
+
+def test_a_sorted_slice_among_unsorted():
+    """The checked call on needles sorted in their first half only: phase 0
+    finds them out of order, and every slice is partitioned, the sorted one
+    too (the buckets' runs search all slices' needles, or none)."""
+    a = row("normal", "float32")
+    v = needles(a, "half sorted")
+    v[: v.size // 2] = np.sort(v[: v.size // 2])
+    for side in SIDES:
+        np.testing.assert_array_equal(cpu_search(a, v, side, "check", "merge", 2, 1024),
+                                      like_jnp(a, v, side), err_msg=side)
 
 
 @pytest.mark.parametrize("dtype", [pytest.param("float64", marks=full), "int32",
