@@ -210,13 +210,13 @@ cdef inline void store_slots(key_t* keys, uint32_t* at, const key_t* key_lines,
         at[p] = at_lines[c * LINE_NEEDLES + p % LINE_NEEDLES]
 
 
-cdef inline void place_answers(const Buckets* b, const idx_t* answers, const uint32_t* at,
-                               Py_ssize_t m, idx_t* out) noexcept nogil:
-    """out[at[k]] = answers[k], with each bucket's positions rising: out is
-    filled PLACE_NEEDLES positions at a time, from each bucket's next run of
-    answers in them, so that its stores stay in cache (in bucket order,
-    each store was a cache miss). Reads each answer as stored, by memcpy
-    (see search_bucket_run)."""
+cdef inline void place_answers(const Buckets* b, const char* answers, size_t stride,
+                               const uint32_t* at, Py_ssize_t m, idx_t* out) noexcept nogil:
+    """out[at[k]] = answer k, stored at answers + k * stride bytes, with
+    each bucket's positions rising: out is filled PLACE_NEEDLES positions at
+    a time, from each bucket's next run of answers in them, so that its
+    stores stay in cache (in bucket order, each store was a cache miss).
+    Reads each answer as stored, by memcpy (see search_bucket_run)."""
     cdef Py_ssize_t c, k, stop, limit = 0
     cdef idx_t r
     for c in range(b.count):
@@ -226,7 +226,7 @@ cdef inline void place_answers(const Buckets* b, const idx_t* answers, const uin
         for c in range(b.count):
             k, stop = b.next[c], b.offset[c + 1]
             while k < stop and at[k] < limit:
-                memcpy(&r, &answers[k], sizeof(idx_t))
+                memcpy(&r, answers + k * stride, sizeof(idx_t))
                 out[at[k]] = r
                 k += 1
             b.next[c] = k
@@ -276,6 +276,7 @@ cdef struct BucketJob:
     void* answers       # their answers: over the keys where no wider, else apart
     size_t key_size
     size_t answer_size
+    size_t answer_stride  # bytes from one answer to the next: a key's where over them
     long partitioned    # slices partitioned (the handler's count)
 
 
@@ -296,6 +297,7 @@ cdef inline bint begin_bucket_job(BucketJob* w, Py_ssize_t n, Py_ssize_t m, long
     w.keys = scratch_malloc(room * key_size)
     w.at = <uint32_t*>scratch_malloc(room * sizeof(uint32_t))
     w.answers = w.keys if answer_size <= key_size else scratch_malloc(room * answer_size)
+    w.answer_stride = max(key_size, answer_size)
     if w.slice == NULL or offsets == NULL:
         free(w.slice)
         w.slice = NULL
@@ -372,18 +374,21 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
     """The second step for run `run` of the buckets (the runs hold about
     equal shares of the needles): table_kernel over each bucket's needles,
     slice by slice, SEARCH_CHUNK at a time into a chunk, each chunk's
-    answers then copied over its own keys' bytes (answers[k] lies at or
-    before keys[k] where an answer is no wider than a key; else apart): by
-    memcpy, whose bytes may alias the keys, as stores of idx_t over them
-    may not. While a bucket's needles are searched, the next bucket's lines
-    are prefetched, a share with each chunk, so that its searches find them
-    in cache. `answers` is w.answers, at the answers' C type."""
+    answers then copied over its own keys' bytes where an answer is no
+    wider than a key (each over its own key, whose bytes no other run
+    reads: answers packed tighter would lie over other runs' keys), else
+    apart: by memcpy, whose bytes may alias the keys, as stores of idx_t
+    over them may not. While a bucket's needles are searched, the next
+    bucket's lines are prefetched, a share with each chunk, so that its
+    searches find them in cache. `answers` is w.answers, at the answers' C
+    type."""
     cdef Py_ssize_t first = first_bucket(w, w.m * run // w.slices)
     cdef Py_ssize_t stop = (w.slice[0].count if run == w.slices - 1
                             else first_bucket(w, w.m * (run + 1) // w.slices))
     cdef const key_t* keys = <const key_t*>w.keys
+    cdef char* answer_bytes = <char*>answers
     cdef idx_t chunk[SEARCH_CHUNK]
-    cdef Py_ssize_t c, j, end, size, done, total
+    cdef Py_ssize_t c, j, q, end, size, done, total
     cdef PrefetchSpan span[2]
     cdef long s
     cdef int k
@@ -403,7 +408,12 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
                 done += size
                 prefetch_share(span, done, total)
                 table_kernel(a, na, n, keys + j, size, chunk, t, side)
-                memcpy(&answers[j], chunk, size * sizeof(idx_t))
+                if w.answer_stride == sizeof(idx_t):
+                    memcpy(&answers[j], chunk, size * sizeof(idx_t))
+                else:
+                    for q in range(size):
+                        memcpy(answer_bytes + (j + q) * w.answer_stride, &chunk[q],
+                               sizeof(idx_t))
                 j += size
 
 
@@ -411,5 +421,5 @@ cdef inline void place_slice(const BucketJob* w, long s, idx_t* out) noexcept no
     """The third step for slice s, whose answers go to out[0:its needles]
     (place_answers)."""
     cdef Py_ssize_t lo = key_start(w, s)
-    place_answers(&w.slice[s], <const idx_t*>w.answers + lo, w.at + lo,
-                  slice_start(w, s + 1) - slice_start(w, s), out)
+    place_answers(&w.slice[s], <const char*>w.answers + lo * w.answer_stride, w.answer_stride,
+                  w.at + lo, slice_start(w, s + 1) - slice_start(w, s), out)

@@ -115,6 +115,20 @@ def test_answers_wider_than_keys(x64):
     np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, "left"))
 
 
+def test_answers_narrower_than_keys(x64):
+    """int32 answers for float64 keys, on three threads: each answer lies
+    over its own key's bytes, which no other thread's run of buckets
+    reads."""
+    rng = seeded("narrow")
+    a = np.sort(rng.standard_normal(1 << 17) * 1e3)
+    v = needles(a, "narrow")
+    for side in SIDES:
+        got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="any", kernel="merge",
+                         out_dtype=np.dtype(np.int32), threads=3, min_parallel=1024,
+                         bucket_min_bytes=0)
+        np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
+
+
 @pytest.mark.parametrize("kind", ["normal", "descents", "NaN tail"])
 def test_sorted_needles_keep_their_answers(kind):
     """The checked call on sorted needles (NaN last) of the same size: found
