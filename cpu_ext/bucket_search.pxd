@@ -290,8 +290,11 @@ cdef inline bint begin_bucket_job(BucketJob* w, Py_ssize_t n, Py_ssize_t m, long
     cdef int shift = bucket_shift(key_size)
     cdef Py_ssize_t count = ((n // TABLE_KEYS_PER_BIN) >> shift) + 1
     cdef Py_ssize_t room = m + slices * LINE_NEEDLES
-    cdef Py_ssize_t* offsets = <Py_ssize_t*>malloc(slices * (2 * count + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* offsets
     cdef long s
+    if m > <Py_ssize_t>0xffffffff:  # positions are 4 bytes
+        return False
+    offsets = <Py_ssize_t*>malloc(slices * (2 * count + 1) * sizeof(Py_ssize_t))
     w.m, w.slices, w.key_size, w.answer_size, w.partitioned = m, slices, key_size, answer_size, 0
     w.slice = <Buckets*>malloc(slices * sizeof(Buckets))
     w.keys = scratch_malloc(room * key_size)
@@ -306,8 +309,7 @@ cdef inline bint begin_bucket_job(BucketJob* w, Py_ssize_t n, Py_ssize_t m, long
             w.slice[s].shift, w.slice[s].count = shift, count
             w.slice[s].offset = offsets + s * (2 * count + 1)
             w.slice[s].next = w.slice[s].offset + count + 1
-    if (m <= <Py_ssize_t>0xffffffff and w.slice != NULL and w.keys != NULL and w.at != NULL
-            and w.answers != NULL):
+    if w.slice != NULL and w.keys != NULL and w.at != NULL and w.answers != NULL:
         return True
     if w.slice == NULL:
         free(offsets)

@@ -38,6 +38,8 @@ cdef extern from *:
     size_t kept_add "jaxsearch_kept_add"(size_t n) noexcept nogil
 
 
+# 2 MiB, as a literal: Cython 3.3 crashes on a shift in an enum under
+# overflowcheck (the debug_checks build).
 cdef enum:
     HUGE_PAGE = 2097152
     # Scratch blocks kept between calls: of this size or more (malloc

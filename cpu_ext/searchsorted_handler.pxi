@@ -61,7 +61,7 @@ from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table
                        build_bin_table, fill_samples, free_bin_table, table_kernel,
                        table_samples)
 from bucket_search cimport (BucketJob, begin_bucket_job, free_bucket_job, partition_slice,
-                            search_bucket_run, place_slice, buckets_pay)
+                            search_bucket_run, place_slice, slice_start, buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
 
 # `kernel`: which kernel serves sorted needles.
@@ -482,22 +482,23 @@ cdef void run_buckets(const SearchJob* job, long run, const key_t* a,
     """Phase 2: one run of the row's buckets (search_bucket_run), where
     every slice was partitioned in phase 1 (else phase 1 answered them)."""
     cdef const BinTable* table = &job.tables[0]
+    cdef Py_ssize_t na
     if not all_partitioned(job):
         return
+    na = non_nan_prefix(a, job.shape.n)
     if job.right:
-        search_bucket_run(a, non_nan_prefix(a, job.shape.n), job.shape.n, &job.bucket_job, run,
-                          table, answers, <const RightSide*>NULL)
+        search_bucket_run(a, na, job.shape.n, &job.bucket_job, run, table, answers,
+                          <const RightSide*>NULL)
     else:
-        search_bucket_run(a, non_nan_prefix(a, job.shape.n), job.shape.n, &job.bucket_job, run,
-                          table, answers, <const LeftSide*>NULL)
+        search_bucket_run(a, na, job.shape.n, &job.bucket_job, run, table, answers,
+                          <const LeftSide*>NULL)
 
 
 cdef void place_bucket_slice(const SearchJob* job, long piece, idx_t* out) noexcept nogil:
     """Phase 3: the answers of one slice of the row's needles put in place,
     where every slice was partitioned in phase 1."""
     if all_partitioned(job):
-        place_slice(&job.bucket_job, piece,
-                    out + job.bucket_job.m * piece // job.bucket_job.slices)
+        place_slice(&job.bucket_job, piece, out + slice_start(&job.bucket_job, piece))
 
 
 cdef bint all_partitioned(const SearchJob* job) noexcept nogil:
