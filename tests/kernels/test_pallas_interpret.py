@@ -384,6 +384,7 @@ def test_mosaic_partition_splits(tile):
                 assert ((np.maximum(diag - m, 0) <= got) & (got <= np.minimum(diag, n))).all()
 
 
+@pytest.mark.skipif(not MOSAIC, reason="no Mosaic GPU in this jax")
 def test_mosaic_blocks_smaller_than_a_warpgroup_are_refused():
     f32 = jnp.ones(4, jnp.float32)
     with pytest.raises(ValueError, match="multiple of 128"):
