@@ -68,7 +68,8 @@ MAX_SEGMENT = cumsum_search.MAX_SEGMENT
 # Rows of fewer needles than this, two rows or more, are searched across rows.
 SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
 # A single row of unsorted needles is searched by buckets from the call's
-# `bucket_min_bytes` of `a` and one needle per BUCKET_KEYS_PER_NEEDLE keys.
+# `bucket_min_bytes` of `a` and, where the call has no `bucket_density`
+# attribute, one needle per BUCKET_KEYS_PER_NEEDLE keys.
 BUCKET_KEYS_PER_NEEDLE = bucket_search.BUCKET_DENSITY
 # The most edges one histogram call takes.
 MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT

@@ -58,7 +58,7 @@ cdef enum:
     BUCKET_BYTES = 262144  # 2**18
     # Keys per needle, at most, for buckets to pay (at 10 keys per needle,
     # 1e6 needles in 1e7 float32 keys, they took 0.7-0.8x the bin table's
-    # time).
+    # time): the built-in value of the call's `bucket_density`.
     BUCKET_DENSITY = 16
     # Needles searched together (their answers kept aside, then laid over
     # their keys): a few table blocks.
@@ -96,12 +96,14 @@ cdef inline int bucket_shift(Py_ssize_t key_bytes) noexcept nogil:
 
 
 cdef inline bint buckets_pay(Py_ssize_t n, Py_ssize_t key_bytes, Py_ssize_t m,
-                             Py_ssize_t min_bytes) noexcept nogil:
+                             Py_ssize_t min_bytes, Py_ssize_t density) noexcept nogil:
     """Whether a row of m needles in any order in n keys is searched by
     buckets: its keys far larger than a core's caches (min_bytes at least:
     the call's `bucket_min_bytes`, tuned per machine), and the needles
-    dense enough that a bucket's keys are read for more than a few."""
-    return n * key_bytes >= min_bytes and m * BUCKET_DENSITY >= n
+    dense enough that a bucket's keys are read for more than a few (at
+    most density / 16 keys per needle: the call's `bucket_density`, tuned
+    too)."""
+    return n * key_bytes >= min_bytes and <double>m * density >= <double>n * 16
 
 
 cdef inline void bucket_ids(const BinTable* t, int shift, const key_t* v, Py_ssize_t n,

@@ -1,8 +1,10 @@
 # The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
-# unbatched operand comes with size-1 batch dimensions, without a copy). Seven
-# int32 attributes: `bucket_min_bytes` (bytes of `a` from which buckets may
+# unbatched operand comes with size-1 batch dimensions, without a copy). Eight
+# int32 attributes: `bucket_density` (optional: the most keys per needle, in
+# sixteenths, at which buckets may pay; BUCKET_DENSITY's where missing),
+# `bucket_min_bytes` (bytes of `a` from which buckets may
 # pay, see below), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
 # least), `order` (ORDER_*), `right` (0/1), `table_check` (optional: which
 # rows are checked for their bin tables, TABLE_CHECK_BUILT_IN) and `threads`
@@ -60,8 +62,9 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
 from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
                        build_bin_table, fill_samples, free_bin_table, table_kernel,
                        table_samples)
-from bucket_search cimport (BucketJob, begin_bucket_job, free_bucket_job, partition_slice,
-                            search_bucket_run, place_slice, slice_start, buckets_pay)
+from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bucket_job,
+                            partition_slice, search_bucket_run, place_slice, slice_start,
+                            buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
 
 # `kernel`: which kernel serves sorted needles.
@@ -135,6 +138,7 @@ cdef enum:
 
 
 cdef struct SearchAttrs:
+    int32_t bucket_density
     int32_t bucket_min_bytes
     int32_t kernel
     int32_t min_parallel
@@ -587,13 +591,15 @@ cdef bint needles_found_sorted(const SearchJob* job) noexcept nogil:
     return job.v_check_slices > 0 and not atomic_load(&job.v_unsorted)
 
 
-cdef void plan_buckets(SearchJob* job, int threads, int64_t bucket_min_bytes) noexcept nogil:
+cdef void plan_buckets(SearchJob* job, int threads, int64_t bucket_min_bytes,
+                       int64_t bucket_density) noexcept nogil:
     """Buckets for a checked row whose needles may be out of order, where
     they pay (buckets_pay): at once where the needles were not promised
     sorted, else once phase 0 has also checked their order (one read of
     them more; sorted needles keep the merge and its many parts)."""
     if job.order == ORDER_SORTED or job.shape.rows != 1 or not buckets_pay(
-            job.shape.n, key_bytes(job.shape.a_buf.dtype), job.shape.m, bucket_min_bytes):
+            job.shape.n, key_bytes(job.shape.a_buf.dtype), job.shape.m, bucket_min_bytes,
+            bucket_density):
         return
     job.bucket_slices = threads
     if job.order == ORDER_ANY:
@@ -714,7 +720,8 @@ cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
 
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
-                             int64_t min_parallel, int64_t bucket_min_bytes) noexcept nogil:
+                             int64_t min_parallel, int64_t bucket_min_bytes,
+                             int64_t bucket_density) noexcept nogil:
     """The call's shape, cut into parts, phase 0's where `a` is checked (see
     the top of this file; a row of one key, or with no needle to answer,
     needs no check)."""
@@ -770,16 +777,18 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         if job.descent_room > 0 and (job.order == ORDER_ANY or job.kernel == KERNEL_BISECT):
             job.check_fills = job.table_pieces + 2 * a_rows
             job.fill_states = job.check_fills + a_rows
-        plan_buckets(job, threads, bucket_min_bytes)
+        plan_buckets(job, threads, bucket_min_bytes, bucket_density)
     return NULL
 
 
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[7]
+    cdef Attr table[8]
     attrs.table_check = TABLE_CHECK_BUILT_IN
-    table[:] = [int32_in(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
+    attrs.bucket_density = 16 * BUCKET_DENSITY
+    table[:] = [Attr(b"bucket_density", &attrs.bucket_density, 0, INT32_MAX, True),
+                int32_in(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
                 any_int32(b"kernel", &attrs.kernel),
                 any_int32(b"min_parallel", &attrs.min_parallel),
                 any_int32(b"order", &attrs.order),
@@ -803,7 +812,8 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     job.table_check = attrs.table_check
-    message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes)
+    message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
+                          attrs.bucket_density)
     if message != NULL:
         free_search_job(job)
         return message

@@ -106,7 +106,8 @@ def available_cores() -> int:
 def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
            out_dtype: np.dtype, threads: int, min_parallel: int,
            bucket_min_bytes: int = CpuConfig.bucket_min_bytes,
-           table_check_ratio: float | None = CpuConfig.table_check_ratio) -> jax.Array:
+           table_check_ratio: float | None = CpuConfig.table_check_ratio,
+           bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -134,11 +135,15 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       table_check_ratio: where the gathers serve, needles in any order take
         their row's bin table up to this many keys per needle; None, the
         extension's own rule (`CpuConfig.table_check_ratio`).
+      bucket_keys_per_needle: that row is searched by buckets only where it
+        has at most this many keys per needle
+        (`CpuConfig.bucket_keys_per_needle`).
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
     return _call(TARGET_NAME, a, v, out_dtype,
+                 bucket_density=_sixteenths(bucket_keys_per_needle),
                  bucket_min_bytes=_int32_attribute(bucket_min_bytes),
                  table_check=_table_check_attribute(table_check_ratio),
                  right=np.int32(side == "right"),
@@ -178,6 +183,12 @@ def _table_check_attribute(ratio: float | None) -> np.int32:
     value for its built-in rule for None."""
     if ratio is None:
         return np.int32(BUILT_IN_TABLE_CHECK)
+    return _sixteenths(ratio)
+
+
+def _sixteenths(ratio: float) -> np.int32:
+    """A ratio of keys per needle >= 0 as an int32 attribute in sixteenths
+    of a key per needle: rounded up, clamped (inf is "always")."""
     return np.int32(math.ceil(16 * ratio) if 16 * ratio < INT32_MAX else INT32_MAX)
 
 

@@ -39,6 +39,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from ..pallas_kernels import BACKENDS, compute_capability
+from ..tuning import CpuConfig
 from . import cpu, jax_private, partitioning, rows, rules
 
 searchsorted_p = Primitive("jaxsearch_searchsorted")
@@ -50,6 +51,7 @@ partitioned_p = Primitive("jaxsearch_searchsorted_partitioned")
 def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype: np.dtype,
                  cpu_kernel: str, cpu_threads: int, cpu_min_parallel: int,
                  cpu_bucket_min_bytes: int, cpu_table_check_ratio: float | None = None,
+                 cpu_bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
                  needle_ndim: int | None = None,
                  implementation: str | None = None, portable: bool = False) -> jax.Array:
     """Binds the primitive.
@@ -72,6 +74,9 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
       cpu_table_check_ratio: the keys per needle up to which the CPU kernel
         searches needles in any order by their row's bin table where its
         gathers serve (`CpuConfig.table_check_ratio`; None: its own rule).
+      cpu_bucket_keys_per_needle: the keys per needle up to which the CPU
+        kernel may search needles in any order by buckets
+        (`CpuConfig.bucket_keys_per_needle`).
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
       implementation: None (by platform, `rows.implementation_for`), or a GPU
         implementation asked for by name: its real kernels where the search
@@ -90,6 +95,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                   cpu_threads=cpu_threads, cpu_min_parallel=cpu_min_parallel,
                   cpu_bucket_min_bytes=int(cpu_bucket_min_bytes),
                   cpu_table_check_ratio=cpu_table_check_ratio,
+                  cpu_bucket_keys_per_needle=float(cpu_bucket_keys_per_needle),
                   needle_ndim=int(needle_ndim), implementation=implementation,
                   portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \

@@ -21,6 +21,7 @@ import numpy as np
 from jax.extend.core import Primitive
 
 from ..keys import WIDENED_TO_FLOAT32
+from ..tuning import CpuConfig
 from . import cpu, gpu, originals, rules
 from .implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
 
@@ -48,7 +49,7 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
 
 def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
                 cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, cpu_table_check_ratio=None,
-                portable=False):
+                cpu_bucket_keys_per_needle=CpuConfig.bucket_keys_per_needle, portable=False):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
     implementation off cuda and rocm runs in its interpreter. (`portable`
@@ -71,7 +72,8 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
     return cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
                       threads=cpu_threads, min_parallel=cpu_min_parallel,
                       bucket_min_bytes=cpu_bucket_min_bytes,
-                      table_check_ratio=cpu_table_check_ratio)
+                      table_check_ratio=cpu_table_check_ratio,
+                      bucket_keys_per_needle=cpu_bucket_keys_per_needle)
 
 
 def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:

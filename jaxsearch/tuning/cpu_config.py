@@ -41,11 +41,11 @@ class CpuConfig:
       min_parallel: the fewest needles a thread takes on, >= 1: a row of
         fewer runs on one thread (a vmapped batch of such rows still spreads
         its rows over the threads).
-      bucket_min_bytes: one row of needles in any order (one per 16 keys or
-        more) is searched bucket by bucket of its keys from this many bytes
-        of keys, >= 0; the default, 16 MiB, from a 2-core AMD EPYC (float32,
-        1e6 needles and more: at 4 MB the buckets took 1.6x the bin table's
-        time, at 40 MB 0.5x).
+      bucket_min_bytes: one row of needles in any order (dense enough:
+        bucket_keys_per_needle) is searched bucket by bucket of its keys
+        from this many bytes of keys, >= 0; the default, 16 MiB, from a
+        2-core AMD EPYC (float32, 1e6 needles and more: at 4 MB the buckets
+        took 1.6x the bin table's time, at 40 MB 0.5x).
       table_check_ratio: where jnp's probes run in SIMD gathers (4-byte keys
         in the x86-64-v3 build), needles in any order are searched through
         the bin table of their row of `a` (which costs a check of `a`) where
@@ -54,6 +54,12 @@ class CpuConfig:
         (default) for the built-in rule: rows under 2 MiB at a quarter of
         a key per needle, under 16 MiB at 8, larger ones at 16 (float32
         on a 2-core Intel Xeon).
+      bucket_keys_per_needle: a row of needles in any order (of
+        bucket_min_bytes of keys or more) is searched by buckets only where
+        it has at most this many keys per needle, else by its bin table
+        alone; >= 0 (inf: at any density); the default, 16, from 1e6
+        needles in 1e7 float32 keys (at 10 keys per needle the buckets took
+        0.7-0.8x the table's time).
 
     Raises:
       TypeError: a field of the wrong type (a bool is no number here).
@@ -66,6 +72,7 @@ class CpuConfig:
     min_parallel: int = 1 << 16
     bucket_min_bytes: int = 1 << 24
     table_check_ratio: float | None = None
+    bucket_keys_per_needle: float = 16.0
 
     def __post_init__(self) -> None:
         # Checked here, so that neither an explicit config nor a cached one
@@ -74,7 +81,8 @@ class CpuConfig:
                                  ("runs_ratio", numbers.Real, "a number"),
                                  ("threads", numbers.Integral, "an integer"),
                                  ("min_parallel", numbers.Integral, "an integer"),
-                                 ("bucket_min_bytes", numbers.Integral, "an integer")):
+                                 ("bucket_min_bytes", numbers.Integral, "an integer"),
+                                 ("bucket_keys_per_needle", numbers.Real, "a number")):
             x = getattr(self, name)
             if not isinstance(x, kind) or isinstance(x, (bool, np.bool_)):
                 raise TypeError(f"{name} must be {what}, got {x!r}")
@@ -87,6 +95,9 @@ class CpuConfig:
             raise ValueError(f"min_parallel must be >= 1, got {self.min_parallel!r}")
         if self.bucket_min_bytes < 0:
             raise ValueError(f"bucket_min_bytes must be >= 0, got {self.bucket_min_bytes!r}")
+        if not self.bucket_keys_per_needle >= 0:  # NaN too
+            raise ValueError("bucket_keys_per_needle must be >= 0, got "
+                             f"{self.bucket_keys_per_needle!r}")
         ratio = self.table_check_ratio
         if ratio is not None:
             if not isinstance(ratio, numbers.Real) or isinstance(ratio, (bool, np.bool_)):

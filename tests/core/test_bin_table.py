@@ -239,9 +239,9 @@ def test_the_config_reaches_the_call():
 
 
 def test_a_call_without_table_check():
-    """A program lowered before the `table_check` attribute existed (an
-    exported artifact) still runs: the attribute is optional, and the
-    built-in rule answers."""
+    """A program lowered before the `table_check` and `bucket_density`
+    attributes existed (an exported artifact) still runs: both are optional,
+    and the built-in rules answer."""
     rng = seeded("older call")
     a = float_rows(rng, N_FLOAT32, "float32")["descents of an ulp"]
     v = needles_for(rng, a, M)

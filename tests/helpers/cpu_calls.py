@@ -14,7 +14,8 @@ from jaxsearch.core import cpu
 SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel", "bucket_min_bytes",
-                                                  "table_check_ratio"))
+                                                  "table_check_ratio",
+                                                  "bucket_keys_per_needle"))
 
 
 def seeded(*labels: object) -> np.random.Generator:

@@ -68,23 +68,32 @@ def test_bucket_sweep_times_both_routes(caches):
     assert swept["sizes"] == [size] and len(swept["buckets_s"]) == len(swept["table_s"]) == 1
     assert {e.config["bucket_min_bytes"] for e in entries} == {swept["threshold"]}
     assert swept["threshold"] in (4 * size, 40 * size)
+    # The density ladder, at that size, and its threshold in every entry.
+    density = swept["density"]
+    assert density["size"] == size
+    assert len(density["needles_per_key"]) == len(density["buckets_s"]) == \
+        len(density["table_s"]) == len(autotune_cpu.BUCKET_NEEDLES_PER_KEY)
+    assert {e.config["bucket_keys_per_needle"] for e in entries} == {density["threshold"]}
     write(user, *entries)
-    assert tuning.cpu_config(size, size, np.float32).bucket_min_bytes == swept["threshold"]
-    assert "bucket_min_bytes" in autotune_cpu.cpu_table(entries)
+    config = tuning.cpu_config(size, size, np.float32)
+    assert config.bucket_min_bytes == swept["threshold"]
+    assert config.bucket_keys_per_needle == density["threshold"]
+    assert "bucket_keys_per_needle" in autotune_cpu.cpu_table(entries)
 
 
-def test_table_check_ratio_choices():
+def test_keys_per_needle_limit_choices():
+    """The table check's and the buckets' density thresholds."""
+    limit = autotune_cpu._keys_per_needle_limit
     rungs = [0.25, 0.5, 1.0, 2.0]
-    # The table wins from 1 needle per key on: up to 1 / sqrt(0.5) keys per needle.
-    assert autotune_cpu._table_check_ratio(rungs, [3, 3, 1, 1], [2, 2, 2, 2]) == \
-        pytest.approx(2**0.5)
+    # The route wins from 1 needle per key on: up to 1 / sqrt(0.5) keys per needle.
+    assert limit(rungs, [3, 3, 1, 1], [2, 2, 2, 2]) == pytest.approx(2**0.5)
     # Everywhere: a step past the most keys per needle tried; nowhere: a
     # step short of the fewest.
-    assert autotune_cpu._table_check_ratio(rungs, [1] * 4, [2] * 4) == pytest.approx(32**0.5)
-    assert autotune_cpu._table_check_ratio(rungs, [3] * 4, [2] * 4) == pytest.approx(0.25)
+    assert limit(rungs, [1] * 4, [2] * 4) == pytest.approx(32**0.5)
+    assert limit(rungs, [3] * 4, [2] * 4) == pytest.approx(0.25)
     # A win within the margin is no win; nor one followed by a loss.
-    assert autotune_cpu._table_check_ratio(rungs, [3, 3, 3, 1.99], [2] * 4) == 0.25
-    assert autotune_cpu._table_check_ratio(rungs, [1, 3, 1, 1], [2] * 4) == pytest.approx(2**0.5)
+    assert limit(rungs, [3, 3, 3, 1.99], [2] * 4) == 0.25
+    assert limit(rungs, [1, 3, 1, 1], [2] * 4) == pytest.approx(2**0.5)
 
 
 @pytest.mark.skipif(not cpu.gathers_search(np.float32, 100_000),
@@ -136,7 +145,7 @@ def test_tiny_autotune_writes_a_cache_a_fresh_process_reads(tmp_path):
     # Keys of 2 KiB at most: too few for buckets or tables, whose thresholds
     # stay the defaults.
     assert set(entry["config"]) == {f.name for f in dataclasses.fields(CpuConfig)} - {
-        "bucket_min_bytes", "table_check_ratio"}
+        "bucket_min_bytes", "bucket_keys_per_needle", "table_check_ratio"}
     assert {"bisect", "runs", "threads_s"} <= set(entry["times"])
     assert not {"buckets", "table"} & set(entry["times"])
     assert data["meta"]["cores"] >= 1 and "autotune" in data["meta"]["command"]

@@ -200,6 +200,8 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
     ("runs_ratio", math.inf, ValueError), ("runs_ratio", "8", TypeError),
     ("bucket_min_bytes", -1, ValueError), ("bucket_min_bytes", 2.0**24, TypeError),
     ("table_check_ratio", -0.5, ValueError), ("table_check_ratio", math.nan, ValueError),
+    ("bucket_keys_per_needle", -1.0, ValueError), ("bucket_keys_per_needle", math.nan, ValueError),
+    ("bucket_keys_per_needle", None, TypeError), ("bucket_keys_per_needle", True, TypeError),
     ("table_check_ratio", "8", TypeError), ("table_check_ratio", True, TypeError),
 ])
 def test_cpu_config_checks_its_fields(name, value, error):

@@ -5,9 +5,10 @@ crossover points of the kernel selector (``bisect_ratio``: merge vs. lock-step
 binary search for N >> M; ``runs_ratio``: merge vs. run filling for M >> N),
 then the thread count (at the largest size) and the size from which threads
 pay (``min_parallel``), the bytes of keys from which needles in any
-order are searched by buckets (``bucket_min_bytes``), and the keys per
-needle up to which they take their row's bin table where SIMD gathers
-would search it alone (``table_check_ratio``).
+order are searched by buckets (``bucket_min_bytes``) and the keys per
+needle up to which the buckets pay (``bucket_keys_per_needle``), and the
+keys per needle up to which they take their row's bin table where SIMD
+gathers would search it alone (``table_check_ratio``).
 Kernels are compared on one thread: threads split the needles of every kernel
 alike, so the crossovers carry over.
 """
@@ -43,6 +44,9 @@ NO_BUCKETS = 2**31 - 1
 # Needles per key at which the bin table is timed against the gathers
 # (a ladder of one step, as `crossover` takes).
 TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
+# Needles per key at which the buckets are timed against the bin table, at
+# the largest size the buckets won at (one needle per 64 keys to one per 2).
+BUCKET_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-6, 0))
 
 
 def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
@@ -158,6 +162,31 @@ def _sweep_buckets(sizes: Sequence[int], dtype: str, grid: TuneGrid,
                                                     for a, b in zip(on_s, off_s)])}
 
 
+def _sweep_bucket_density(size: int, dtype: str, grid: TuneGrid,
+                          progress: Progress) -> dict[str, Any]:
+    """Seconds per call of N = size keys with fewer unsorted needles, one
+    per 2 to 64 keys, by buckets and by the table search alone; and the
+    bucket_keys_per_needle they give (keys per needle up to which the
+    buckets won at every rung with more needles)."""
+    buckets_s, table_s = [], []
+    for x in BUCKET_NEEDLES_PER_KEY:
+        m = max(round(size * x), 1)
+        progress.show(f"cpu {dtype} size={fmt_count(size)} buckets at M={fmt_count(m)}")
+        inputs = make_inputs(Problem(size, m, dtype, sorted_v=False))
+        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
+                                                       bucket_min_bytes=min_bytes,
+                                                       bucket_keys_per_needle=math.inf),
+                                   inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
+                 for min_bytes in (0, NO_BUCKETS)]
+        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
+        buckets_s.append(timings[0].timing.median)
+        table_s.append(timings[1].timing.median)
+        progress.step()
+    rungs = list(BUCKET_NEEDLES_PER_KEY)
+    return {"size": size, "needles_per_key": rungs, "buckets_s": buckets_s, "table_s": table_s,
+            "threshold": _keys_per_needle_limit(rungs, buckets_s, table_s)}
+
+
 def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
     """The bytes of keys from which the buckets won at every larger size:
     halfway (in log space) between the last loss and the first win; from
@@ -205,16 +234,16 @@ def _sweep_table(size: int, dtype: str, grid: TuneGrid,
         progress.step()
     rungs = [x for x, _, _ in cells]
     return {"needles_per_key": rungs, "table_s": table_s, "gathers_s": gathers_s,
-            "threshold": _table_check_ratio(rungs, table_s, gathers_s)}
+            "threshold": _keys_per_needle_limit(rungs, table_s, gathers_s)}
 
 
-def _table_check_ratio(needles_per_key: Sequence[float], table_s: Sequence[float],
-                       gathers_s: Sequence[float]) -> float:
-    """Keys per needle up to which the table beat the gathers clearly
-    (MARGIN) at every rung with more needles per key: the inverse of
-    `crossover`'s point on the ladder, past its ends where the table won
-    everywhere (a step above) or nowhere (a step below)."""
-    return 1 / crossover(needles_per_key, gathers_s, [t / (1 - MARGIN) for t in table_s])
+def _keys_per_needle_limit(needles_per_key: Sequence[float], route_s: Sequence[float],
+                           other_s: Sequence[float]) -> float:
+    """Keys per needle up to which a route beat the other clearly (MARGIN)
+    at every rung with more needles per key: the inverse of `crossover`'s
+    point on the ladder, past its ends where the route won everywhere (a
+    step above) or nowhere (a step below)."""
+    return 1 / crossover(needles_per_key, other_s, [t / (1 - MARGIN) for t in route_s])
 
 
 def cpu_steps(grid: TuneGrid) -> int:
@@ -222,7 +251,9 @@ def cpu_steps(grid: TuneGrid) -> int:
     per_size = sum(2 * len(_ratios_for(s, grid.ratios)) + grid.threads for s in grid.sizes)
     tables = sum(len(c) for d in grid.dtypes for s in grid.sizes
                  if len(c := _table_cells(s, d)) >= 2)
-    return sum(per_size + len(_bucket_sizes(grid.sizes, d)) for d in grid.dtypes) + tables
+    buckets = sum(len(b) + len(BUCKET_NEEDLES_PER_KEY) for d in grid.dtypes
+                  if (b := _bucket_sizes(grid.sizes, d)))
+    return per_size * len(grid.dtypes) + buckets + tables
 
 
 def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
@@ -255,6 +286,9 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             # One threshold for the dtype, in bytes, from every size tried.
             swept = _sweep_buckets(buckets, dtype, grid, progress)
             shared_fields["bucket_min_bytes"] = swept["threshold"]
+            # Their density at the largest size: where they pay most.
+            swept["density"] = _sweep_bucket_density(buckets[-1], dtype, grid, progress)
+            shared_fields["bucket_keys_per_needle"] = swept["density"]["threshold"]
             for f in found:
                 f["buckets"] = swept
         if grid.threads:
@@ -285,9 +319,11 @@ def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
                      else "default", fmt_x(speedup),
                      fmt_count(e.config["bucket_min_bytes"]) if "bucket_min_bytes" in e.config
                      else "default",
+                     f"{e.config['bucket_keys_per_needle']:.3g}"
+                     if "bucket_keys_per_needle" in e.config else "default",
                      f"{e.config['table_check_ratio']:.3g}" if "table_check_ratio" in e.config
                      else "default"])
     return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
                          "min_parallel", "all cores vs 1", "bucket_min_bytes",
-                         "table_check_ratio"], rows)
+                         "bucket_keys_per_needle", "table_check_ratio"], rows)
 

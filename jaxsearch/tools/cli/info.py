@@ -139,6 +139,8 @@ _CPU_FIELD_MEANINGS: dict[str, Callable[[Any, tuning.CpuConfig], str]] = {
     "min_parallel": lambda x, c: f"one thread for a row of fewer than {x} needles",
     "bucket_min_bytes": lambda x, c: f"needles in any order by buckets of keys from {x} bytes "
                                      "of keys",
+    "bucket_keys_per_needle": lambda x, c: ("by buckets where there are at most "
+                                            f"{readable(x)} keys per needle"),
     "table_check_ratio": lambda x, c: ("the kernels' own rule for the bin table of needles in "
                                        "any order" if x is None else "needles in any order by "
                                        f"the bin table up to {readable(x)} keys per needle "
