@@ -20,11 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, seeded
+from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, lowered_unsorted_call, seeded
 
-import jaxsearch
 from jaxsearch.core import cpu
-from jaxsearch.tuning import CpuConfig, use_cpu_config
+from jaxsearch.tuning import CpuConfig
 
 # Keys of a row, enough for a table at every key width tested.
 N_FLOAT32 = 40_000  # 160 KB
@@ -221,21 +220,22 @@ def test_the_tuned_table_check(ratio):
                                           err_msg=f"{case}, {side}")
 
 
-def test_the_config_reaches_the_call():
-    """The ratio in force reaches the custom call as `table_check`, in
-    sixteenths of a key per needle (-1: the built-in rule)."""
-    a, v = jnp.linspace(0, 1, 1000), jnp.linspace(1, 0, 100)
+@pytest.mark.parametrize("field, attribute, default", [
+    ("table_check_ratio", "table_check", -1),  # the built-in rule
+    ("bucket_keys_per_needle", "bucket_density",
+     16 * (cpu._ext.BUCKET_KEYS_PER_NEEDLE if cpu.AVAILABLE else 16)),
+])
+def test_the_config_reaches_the_call(field, attribute, default):
+    """A ratio of keys per needle in force reaches the custom call as its
+    attribute, in sixteenths of a key per needle (inf: the int32 limit);
+    the default config passes the extension's built-in value."""
+    def lowered(**fields):
+        return re.search(rf"{attribute} = (-?\d+) : i32",
+                         lowered_unsorted_call(CpuConfig(**fields))).group(1)
 
-    def lowered_text():
-        return jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=False)).lower(
-            a, v).as_text()
-
-    with use_cpu_config(CpuConfig(table_check_ratio=2.5)):
-        assert re.search(r"table_check = 40 : i32", lowered_text())
-    with use_cpu_config(CpuConfig(table_check_ratio=math.inf)):
-        assert re.search(rf"table_check = {2**31 - 1} : i32", lowered_text())
-    with use_cpu_config(CpuConfig()):
-        assert re.search(r"table_check = -1 : i32", lowered_text())
+    assert lowered(**{field: 2.5}) == "40"
+    assert lowered(**{field: math.inf}) == str(2**31 - 1)
+    assert lowered() == str(default)
 
 
 def test_a_call_without_table_check():

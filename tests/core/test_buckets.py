@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import math
-import re
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, seeded
 from helpers.tiers import full
 
-import jaxsearch
 from jaxsearch.core import cpu
-from jaxsearch.tuning import CpuConfig, use_cpu_config
+from jaxsearch.tuning import CpuConfig
 
 pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
 
@@ -170,24 +166,6 @@ def test_sparse_needles_by_buckets(order):
                          out_dtype=np.dtype(np.int32), threads=3, min_parallel=64,
                          bucket_keys_per_needle=np.inf)
         np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
-
-
-def test_the_density_reaches_the_call():
-    """The config's bucket_keys_per_needle reaches the custom call as
-    `bucket_density`, in sixteenths of a key per needle (inf: the int32
-    limit)."""
-    a, v = jnp.linspace(0, 1, 1000), jnp.linspace(1, 0, 100)
-
-    def lowered_text():
-        return jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=False)).lower(
-            a, v).as_text()
-
-    with use_cpu_config(CpuConfig(bucket_keys_per_needle=2.5)):
-        assert re.search(r"bucket_density = 40 : i32", lowered_text())
-    with use_cpu_config(CpuConfig(bucket_keys_per_needle=math.inf)):
-        assert re.search(rf"bucket_density = {2**31 - 1} : i32", lowered_text())
-    with use_cpu_config(CpuConfig()):
-        assert re.search(rf"bucket_density = {16 * KEYS_PER_NEEDLE} : i32", lowered_text())
 
 
 def test_scratch_kept_between_calls():

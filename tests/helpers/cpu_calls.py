@@ -9,13 +9,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import jaxsearch
 from jaxsearch.core import cpu
+from jaxsearch.tuning import CpuConfig, use_cpu_config
 
 SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel", "bucket_min_bytes",
                                                   "table_check_ratio",
                                                   "bucket_keys_per_needle"))
+
+
+def lowered_unsorted_call(config: CpuConfig) -> str:
+    """The text of `jaxsearch.searchsorted(a, v, sorted_v=False)` lowered
+    under `config`, where the custom call's attributes show."""
+    a, v = jnp.linspace(0, 1, 1000), jnp.linspace(1, 0, 100)
+    with use_cpu_config(config):
+        return jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=False)).lower(
+            a, v).as_text()
 
 
 def seeded(*labels: object) -> np.random.Generator:

@@ -139,6 +139,18 @@ def _bucket_sizes(sizes: Sequence[int], dtype: str) -> list[int]:
     return [s for s in sorted(sizes) if s * np.dtype(dtype).itemsize >= BUCKET_SWEEP_MIN_BYTES]
 
 
+def _time_unsorted(n: int, m: int, dtype: str, grid: TuneGrid,
+                   *fields: dict[str, Any]) -> list[float]:
+    """Median seconds per call of m unsorted needles in n keys, the calls
+    interleaved, under the default config with each of `fields` replaced."""
+    inputs = make_inputs(Problem(n, m, dtype, sorted_v=False))
+    calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, **f),
+                               inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
+             for f in fields]
+    return [t.timing.median for t in measure_all(calls, repeats=grid.repeats,
+                                                  budget_s=grid.budget_s)]
+
+
 def _sweep_buckets(sizes: Sequence[int], dtype: str, grid: TuneGrid,
                    progress: Progress) -> dict[str, Any]:
     """Seconds per call of N = M = size unsorted needles, by buckets and by
@@ -147,14 +159,10 @@ def _sweep_buckets(sizes: Sequence[int], dtype: str, grid: TuneGrid,
     on_s, off_s = [], []
     for size in sizes:
         progress.show(f"cpu {dtype} size={fmt_count(size)} buckets")
-        x = make_inputs(Problem(size, size, dtype, sorted_v=False))
-        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
-                                                       bucket_min_bytes=min_bytes),
-                                   x.ja, x.jv, sorted_v=False, implementation="cython")
-                 for min_bytes in (0, NO_BUCKETS)]
-        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
-        on_s.append(timings[0].timing.median)
-        off_s.append(timings[1].timing.median)
+        on, off = _time_unsorted(size, size, dtype, grid, {"bucket_min_bytes": 0},
+                                 {"bucket_min_bytes": NO_BUCKETS})
+        on_s.append(on)
+        off_s.append(off)
         progress.step()
     nbytes = [s * np.dtype(dtype).itemsize for s in sizes]
     return {"sizes": list(sizes), "buckets_s": on_s, "table_s": off_s,
@@ -172,15 +180,11 @@ def _sweep_bucket_density(size: int, dtype: str, grid: TuneGrid,
     for x in BUCKET_NEEDLES_PER_KEY:
         m = max(round(size * x), 1)
         progress.show(f"cpu {dtype} size={fmt_count(size)} buckets at M={fmt_count(m)}")
-        inputs = make_inputs(Problem(size, m, dtype, sorted_v=False))
-        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
-                                                       bucket_min_bytes=min_bytes,
-                                                       bucket_keys_per_needle=math.inf),
-                                   inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
-                 for min_bytes in (0, NO_BUCKETS)]
-        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
-        buckets_s.append(timings[0].timing.median)
-        table_s.append(timings[1].timing.median)
+        on, off = _time_unsorted(size, m, dtype, grid,
+                                 {"bucket_min_bytes": 0, "bucket_keys_per_needle": math.inf},
+                                 {"bucket_min_bytes": NO_BUCKETS})
+        buckets_s.append(on)
+        table_s.append(off)
         progress.step()
     rungs = list(BUCKET_NEEDLES_PER_KEY)
     return {"size": size, "needles_per_key": rungs, "buckets_s": buckets_s, "table_s": table_s,
@@ -223,14 +227,10 @@ def _sweep_table(size: int, dtype: str, grid: TuneGrid,
     for x, n, m in cells:
         progress.show(f"cpu {dtype} size={fmt_count(size)} table vs gathers at "
                       f"N={fmt_count(n)} M={fmt_count(m)}")
-        inputs = make_inputs(Problem(n, m, dtype, sorted_v=False))
-        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
-                                                       table_check_ratio=ratio),
-                                   inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
-                 for ratio in (math.inf, 0.0)]
-        timings = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
-        table_s.append(timings[0].timing.median)
-        gathers_s.append(timings[1].timing.median)
+        table, gathers = _time_unsorted(n, m, dtype, grid, {"table_check_ratio": math.inf},
+                                        {"table_check_ratio": 0.0})
+        table_s.append(table)
+        gathers_s.append(gathers)
         progress.step()
     rungs = [x for x, _, _ in cells]
     return {"needles_per_key": rungs, "table_s": table_s, "gathers_s": gathers_s,
