@@ -45,7 +45,8 @@ NO_BUCKETS = 2**31 - 1
 # (a ladder of one step, as `crossover` takes).
 TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
 # Needles per key at which the buckets are timed against the bin table, at
-# the largest size the buckets won at (one needle per 64 keys to one per 2).
+# the largest size the buckets are timed at (one needle per 64 keys to one
+# per 2).
 BUCKET_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-6, 0))
 
 
