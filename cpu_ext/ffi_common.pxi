@@ -178,7 +178,7 @@ cdef void start_rows(const Shape* shape, long row, RowCursor* cursor) noexcept n
         row = row // shape.out_buf.dims[d]
 
 
-cdef void next_row(const Shape* shape, RowCursor* cursor) noexcept nogil:
+cdef inline void next_row(const Shape* shape, RowCursor* cursor) noexcept nogil:
     """`cursor` on to the next output row (an odometer over the batch
     dimensions, last one fastest)."""
     cdef int64_t d = shape.rank - 1
