@@ -10,6 +10,7 @@ import pytest
 
 from jaxsearch import patched as patched_block
 from jaxsearch.__main__ import main
+from jaxsearch.core import patching as patching_module
 from jaxsearch.tools.bench import patched as bench_patched
 
 
@@ -39,6 +40,30 @@ def test_build_stacks_rows_under_vmap():
     w, u = args
     assert w.shape == u.shape == (3, 100) and np.all(np.diff(u, axis=1) > 0)
     assert np.asarray(fn(w, u)).shape == (3, 100)
+
+
+@pytest.mark.parametrize("workload", ["interp unsorted x", "interp sorted x"])
+def test_interp_is_served_whole(workload, monkeypatch):
+    # jnp.interp looked up when traced, as in user code: the patch hands the
+    # whole call to jaxsearch.interp, not only the search inside jax's interp.
+    calls, interp = [], patching_module._interp
+
+    def drop_in(*args):
+        calls.append(args)
+        return interp(*args)
+
+    monkeypatch.setattr(patching_module, "_interp", drop_in, raising=True)
+    fn, args = bench_patched.build(bench_patched.PatchedProblem(workload, 1000))
+    with patched_block():
+        lowered = jax.jit(fn).lower(*args)
+    assert len(calls) == 1 and bench_patched.served_by_jaxsearch(lowered)
+
+
+def test_a_vmap_target_holds_under_vmap_only():
+    w = dataclasses.replace(bench_patched.WORKLOADS[0], target=5.0, vmap_target=3.0)
+    assert (w.target_for(1), w.target_for(64)) == (5.0, 3.0)
+    w = dataclasses.replace(w, vmap_target=None)
+    assert (w.target_for(1), w.target_for(64)) == (5.0, 5.0)
 
 
 def test_run_refuses_under_the_patch():
