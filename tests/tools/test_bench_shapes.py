@@ -3,9 +3,11 @@ by, the CLI and saved runs (no timing asserts)."""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxsearch.core import api
 from jaxsearch.tools.bench import shapes
 from jaxsearch.tools.bench.timing import Timing
 
@@ -14,11 +16,11 @@ def timing(ms: float) -> Timing:
     return Timing(ms * 1e-3, (ms * 1e-3,), 1, ms * 1e-3)
 
 
-def cell(jnp_ms, ours_ms, compare_all_ms=None, identical=True, **problem):
+def cell(jnp_ms, ours_ms, compare_all_ms=None, identical=True, same_program=False, **problem):
     problem = shapes.ShapeProblem(**({"n": 200, "m": 10**4} | problem))
     return shapes.ShapeResult(problem, timing(jnp_ms), timing(ours_ms),
                               None if compare_all_ms is None else timing(compare_all_ms),
-                              identical=identical)
+                              identical=identical, same_program=same_program)
 
 
 @pytest.mark.parametrize("result, missed", [
@@ -32,6 +34,12 @@ def cell(jnp_ms, ours_ms, compare_all_ms=None, identical=True, **problem):
     (cell(0.7, 0.5, 0.3, rows=80_000, n=9, m=1), ["slower than compare_all"]),
     (cell(0.7, 0.5, 0.3, rows=64, n=10**4, m=10**4), []),
     (cell(0.7, 0.3, 0.3, rows=80_000, n=9, m=1), []),
+    # jnp's very program: its time against jnp's is noise; its answers count.
+    (cell(0.100, 0.120, same_program=True, n=1), []),
+    (cell(2.0, 1.9, same_program=True, n=1), []),
+    (cell(0.1, 0.1, identical=False, same_program=True, n=1), ["answers differ"]),
+    (cell(0.7, 0.7, 0.3, same_program=True, rows=80_000, n=1, m=1),
+     ["slower than compare_all"]),
 ])
 def test_each_clause_of_the_contract(result, missed):
     found = result.misses()
@@ -54,6 +62,16 @@ def test_the_full_grid_is_the_contracts():
         "2e4x64x8 vmap sorted float32", "2e4x64x8 vmap unsorted float32"]
 
 
+@pytest.mark.parametrize("n, rows, same", [(1, 1, True), (1, 3, True), (200, 1, False),
+                                            (9, 3, False)])
+def test_the_same_program_is_read_off_the_compiled_ones(n, rows, same):
+    # A row of one key lowers to jnp's own search; longer ones to jaxsearch's.
+    problem = shapes.ShapeProblem(n, 100, rows)
+    a, v = shapes.inputs(problem)
+    assert (shapes.compiled_program(jnp.searchsorted, rows, a, v)
+            == shapes.compiled_program(api.searchsorted, rows, a, v)) == same
+
+
 @pytest.mark.parametrize("problem", [shapes.ShapeProblem(9, 5, 3, False, "int32"),
                                      shapes.ShapeProblem(4, 6, 1, True, "float32")])
 def test_inputs(problem):
@@ -72,6 +90,7 @@ def test_cli_shapes_family(family_run):
     assert len(rows) == len(shapes.problems(shapes.GRIDS.quick))
     for row in rows:
         assert row["identical"] and row["error"] is None, row
+        assert row["same_program"] == (row["problem"]["n"] == 1), row
         assert row["jnp"]["median_s"] > 0 and row["jaxsearch"]["median_s"] > 0, row
         assert (row["compare_all"]["median_s"] is not None) == (
             shapes.ShapeProblem(**row["problem"]).times_compare_all), row
