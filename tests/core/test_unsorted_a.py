@@ -173,6 +173,20 @@ def test_public_call_in_each_regime(regime, n, m, sorted_v):
         np.testing.assert_array_equal(np.asarray(search(a, v)), like_jnp(a, v, "left"))
 
 
+@pytest.mark.parametrize("n", [2, 32, 33])
+def test_one_short_row_and_needles_in_any_order(n):
+    """One row of `a` of up to 32 keys (the count kernel's) is checked even
+    where the needles are in any order (sorted_v=False): counted where it is
+    sorted, probed where not; past 32 keys, probed. jnp's answers throughout."""
+    rng = seeded("short row, any needles", n)
+    for name, a in unsorted_keys(rng, n, "float32").items():
+        v = needles(rng, a, 5000, False)
+        for side in SIDES:
+            got = jaxsearch.searchsorted(a, v, side, sorted_v=False)
+            np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side),
+                                          err_msg=f"{name}, {side}")
+
+
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "uint16", "uint32", "float16",
                                    "bfloat16", "float32"])
 def test_every_dtype(dtype):
