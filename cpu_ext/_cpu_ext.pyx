@@ -71,6 +71,9 @@ SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
 # `bucket_min_bytes` of `a` and, where the call has no `bucket_density`
 # attribute, one needle per BUCKET_KEYS_PER_NEEDLE keys.
 BUCKET_KEYS_PER_NEEDLE = bucket_search.BUCKET_DENSITY
+# One row of needles in any order in this many keys or fewer is counted
+# (count_kernel), where the call has no `count_keys` attribute.
+COUNT_ROW_KEYS = COUNT_KEYS
 # The most edges one histogram call takes.
 MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT
 # The fewest bytes of keys a row takes a bin table from, and the search's

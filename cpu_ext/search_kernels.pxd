@@ -96,7 +96,8 @@ cdef enum:
     # Keys, at most, that count_kernel compares each needle with: at M = 1e6
     # unsorted float32 needles on 2 cores it took 0.36 ms at N = 9 (the
     # lower-bound search: 2.55 ms) and 1.0-1.3 ms at N = 32, where the
-    # lower-bound search takes 2.8 ms at N = 64.
+    # lower-bound search takes 2.8 ms at N = 64. The built-in value of the
+    # call's `count_keys` (CpuConfig.count_keys, tuned per machine).
     COUNT_KEYS = 32
 
 

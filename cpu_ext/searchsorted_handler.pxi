@@ -1,11 +1,13 @@
 # The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
-# unbatched operand comes with size-1 batch dimensions, without a copy). Eight
+# unbatched operand comes with size-1 batch dimensions, without a copy). Nine
 # int32 attributes: `bucket_density` (optional: the most keys per needle, in
 # sixteenths, at which buckets may pay; BUCKET_DENSITY's where missing),
 # `bucket_min_bytes` (bytes of `a` from which buckets may
-# pay, see below), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
+# pay, see below), `count_keys` (optional: the most keys of a row whose
+# needles in any order are counted, count_kernel; COUNT_KEYS where
+# missing), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
 # least), `order` (ORDER_*), `right` (0/1), `table_check` (optional: which
 # rows are checked for their bin tables, TABLE_CHECK_BUILT_IN) and `threads`
 # (at most this many threads). Kernels in search_kernels.pxd and
@@ -140,6 +142,7 @@ cdef enum:
 cdef struct SearchAttrs:
     int32_t bucket_density
     int32_t bucket_min_bytes
+    int32_t count_keys
     int32_t kernel
     int32_t min_parallel
     int32_t order
@@ -182,6 +185,7 @@ cdef struct SearchJob:
     int order
     int kernel
     int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
+    int32_t count_keys              # the attribute (COUNT_KEYS)
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -277,7 +281,7 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
     jnp's probes where there are descents."""
     cdef Py_ssize_t na
     cdef const BinTable* table
-    if n <= COUNT_KEYS and descent_count == 0:
+    if n <= job.count_keys and descent_count == 0:
         count_kernel(a, n, v, m, out, side)
         return
     na = non_nan_prefix(a, n)
@@ -746,7 +750,7 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         check = (job.kernel == KERNEL_BISECT and tables_pay(job, a_rows)
                  and gathers_take(key_bytes(job.shape.a_buf.dtype), job.shape.n))
     else:
-        # One row of COUNT_KEYS keys or fewer is checked whatever the
+        # One row of count_keys keys or fewer is checked whatever the
         # needles: the check reads it once, and, sorted, it is counted
         # (count_kernel) where jnp's probes would search it. 1e6 unsorted
         # float32 needles (sorted_v=False), 2 cores, Intel Xeon: N = 9, 1.13-
@@ -754,7 +758,8 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
         # needle row has a row of `a` of its own: 20,000 rows of 16 keys and
         # 100 needles under vmap took 1.08x the probes' time.
         check = ((job.order == ORDER_CHECK and job.kernel != KERNEL_BISECT)
-                 or (a_rows == 1 and job.shape.n <= COUNT_KEYS) or tables_pay(job, a_rows))
+                 or (a_rows == 1 and job.shape.n <= job.count_keys)
+                 or tables_pay(job, a_rows))
     if check:
         job.check_slices = slices_per_row(job.shape.n, threads, CHECK_GRAIN)
         job.parts[0] = a_rows * job.check_slices
@@ -791,11 +796,13 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[8]
+    cdef Attr table[9]
     attrs.table_check = TABLE_CHECK_BUILT_IN
     attrs.bucket_density = 16 * BUCKET_DENSITY
+    attrs.count_keys = COUNT_KEYS
     table[:] = [Attr(b"bucket_density", &attrs.bucket_density, 0, INT32_MAX, True),
                 int32_in(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
+                Attr(b"count_keys", &attrs.count_keys, 0, INT32_MAX, True),
                 any_int32(b"kernel", &attrs.kernel),
                 any_int32(b"min_parallel", &attrs.min_parallel),
                 any_int32(b"order", &attrs.order),
@@ -818,7 +825,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
     if job == NULL:
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
-    job.table_check = attrs.table_check
+    job.table_check, job.count_keys = attrs.table_check, attrs.count_keys
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
                           attrs.bucket_density)
     if message != NULL:

@@ -162,6 +162,7 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
         cpu_bucket_min_bytes=cpu_config.bucket_min_bytes,
         cpu_table_check_ratio=cpu_config.table_check_ratio,
         cpu_bucket_keys_per_needle=cpu_config.bucket_keys_per_needle,
+        cpu_count_keys=cpu_config.count_keys,
         implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
         portable=portable)
     return out.reshape(v.shape)

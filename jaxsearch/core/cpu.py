@@ -107,7 +107,8 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
            out_dtype: np.dtype, threads: int, min_parallel: int,
            bucket_min_bytes: int = CpuConfig.bucket_min_bytes,
            table_check_ratio: float | None = CpuConfig.table_check_ratio,
-           bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle) -> jax.Array:
+           bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
+           count_keys: int = CpuConfig.count_keys) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -138,6 +139,9 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       bucket_keys_per_needle: that row is searched by buckets only where it
         has at most this many keys per needle
         (`CpuConfig.bucket_keys_per_needle`).
+      count_keys: a row of at most this many keys, with needles in any
+        order, is checked and, sorted, its needles counted against every
+        key (`CpuConfig.count_keys`).
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
@@ -145,6 +149,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     return _call(TARGET_NAME, a, v, out_dtype,
                  bucket_density=_sixteenths(bucket_keys_per_needle),
                  bucket_min_bytes=_int32_attribute(bucket_min_bytes),
+                 count_keys=_int32_attribute(count_keys),
                  table_check=_table_check_attribute(table_check_ratio),
                  right=np.int32(side == "right"),
                  order=np.int32(ORDER_NAMES[order]),

@@ -52,6 +52,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                  cpu_kernel: str, cpu_threads: int, cpu_min_parallel: int,
                  cpu_bucket_min_bytes: int, cpu_table_check_ratio: float | None = None,
                  cpu_bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
+                 cpu_count_keys: int = CpuConfig.count_keys,
                  needle_ndim: int | None = None,
                  implementation: str | None = None, portable: bool = False) -> jax.Array:
     """Binds the primitive.
@@ -77,6 +78,8 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
       cpu_bucket_keys_per_needle: the keys per needle up to which the CPU
         kernel may search needles in any order by buckets
         (`CpuConfig.bucket_keys_per_needle`).
+      cpu_count_keys: the most keys of a row whose needles in any order the
+        CPU kernel counts (`CpuConfig.count_keys`).
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
       implementation: None (by platform, `rows.implementation_for`), or a GPU
         implementation asked for by name: its real kernels where the search
@@ -96,6 +99,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                   cpu_bucket_min_bytes=int(cpu_bucket_min_bytes),
                   cpu_table_check_ratio=cpu_table_check_ratio,
                   cpu_bucket_keys_per_needle=float(cpu_bucket_keys_per_needle),
+                  cpu_count_keys=int(cpu_count_keys),
                   needle_ndim=int(needle_ndim), implementation=implementation,
                   portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \

@@ -49,7 +49,8 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
 
 def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
                 cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, cpu_table_check_ratio=None,
-                cpu_bucket_keys_per_needle=CpuConfig.bucket_keys_per_needle, portable=False):
+                cpu_bucket_keys_per_needle=CpuConfig.bucket_keys_per_needle,
+                cpu_count_keys=CpuConfig.count_keys, portable=False):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
     implementation off cuda and rocm runs in its interpreter. (`portable`
@@ -73,7 +74,8 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
                       threads=cpu_threads, min_parallel=cpu_min_parallel,
                       bucket_min_bytes=cpu_bucket_min_bytes,
                       table_check_ratio=cpu_table_check_ratio,
-                      bucket_keys_per_needle=cpu_bucket_keys_per_needle)
+                      bucket_keys_per_needle=cpu_bucket_keys_per_needle,
+                      count_keys=cpu_count_keys)
 
 
 def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:

@@ -60,6 +60,12 @@ class CpuConfig:
         alone; >= 0 (inf: at any density); the default, 16, from 1e6
         needles in 1e7 float32 keys (at 10 keys per needle the buckets took
         0.7-0.8x the table's time).
+      count_keys: one row of `a` of at most this many keys, with needles in
+        any order, is checked, and where sorted each needle is compared with
+        every key and its answer counted (SIMD over the needles), else
+        searched; >= 0 (0: never counted); the default, 32, from 1e6
+        unsorted float32 needles on a 2-core Intel Xeon (counted 1.26 ms at
+        N = 32; searched 1.48 ms at N = 40, where counting took 1.66).
 
     Raises:
       TypeError: a field of the wrong type (a bool is no number here).
@@ -73,6 +79,7 @@ class CpuConfig:
     bucket_min_bytes: int = 1 << 24
     table_check_ratio: float | None = None
     bucket_keys_per_needle: float = 16.0
+    count_keys: int = 32
 
     def __post_init__(self) -> None:
         # Checked here, so that neither an explicit config nor a cached one
@@ -82,7 +89,8 @@ class CpuConfig:
                                  ("threads", numbers.Integral, "an integer"),
                                  ("min_parallel", numbers.Integral, "an integer"),
                                  ("bucket_min_bytes", numbers.Integral, "an integer"),
-                                 ("bucket_keys_per_needle", numbers.Real, "a number")):
+                                 ("bucket_keys_per_needle", numbers.Real, "a number"),
+                                 ("count_keys", numbers.Integral, "an integer")):
             x = getattr(self, name)
             if not isinstance(x, kind) or isinstance(x, (bool, np.bool_)):
                 raise TypeError(f"{name} must be {what}, got {x!r}")
@@ -98,6 +106,8 @@ class CpuConfig:
         if not self.bucket_keys_per_needle >= 0:  # NaN too
             raise ValueError("bucket_keys_per_needle must be >= 0, got "
                              f"{self.bucket_keys_per_needle!r}")
+        if not 0 <= self.count_keys < 2**31:
+            raise ValueError(f"count_keys must be in [0, 2**31), got {self.count_keys!r}")
         ratio = self.table_check_ratio
         if ratio is not None:
             if not isinstance(ratio, numbers.Real) or isinstance(ratio, (bool, np.bool_)):

@@ -9,11 +9,13 @@ lowers to jnp's own search."""
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers.cpu_calls import SIDES, cpu_search, like_jnp, seeded
+from helpers.cpu_calls import SIDES, cpu_search, like_jnp, lowered_unsorted_call, seeded
 from helpers.keys import random_keys, sort_keys
 from helpers.served import assert_cpu_kernel, assert_jnp
 from hypothesis import given, settings
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 
 import jaxsearch
 from jaxsearch.core import cpu
+from jaxsearch.tuning import CpuConfig
 
 pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
 
@@ -151,7 +154,9 @@ def test_short_rows_plan_threads_by_their_probes():
     assert (many, few, one_row) == (2, 1, 1)
 
 
-COUNT_KEYS = 32  # search_kernels.pxd: rows of at most this many keys are counted
+# Rows of at most this many keys are counted (search_kernels.pxd), where the
+# call has no `count_keys` of its own.
+COUNT_KEYS = cpu._ext.COUNT_ROW_KEYS if cpu.AVAILABLE else 32
 
 
 @pytest.mark.parametrize("threads, min_parallel", THREADS)
@@ -169,6 +174,36 @@ def test_short_row_counted_answers_as_jnp(n, dtype, threads, min_parallel):
                 np.testing.assert_array_equal(
                     cpu_search(a, v, side, order, kernel, threads, min_parallel), want,
                     err_msg=f"{side}, {order}, {kernel}, a sorted {bool(np.all(a[:-1] <= a[1:]))}")
+
+
+@pytest.mark.parametrize("n, count_keys", [(100, 128), (200, 200), (9, 0), (9, 8)])
+def test_count_keys_moves_the_edge(n, count_keys):
+    """`count_keys` in force decides which rows are counted: a row of 100 or
+    200 keys counted with a limit at or above it, of 9 keys searched with a
+    limit of 0 or 8. jnp's answers on both sides of each edge, rows sorted
+    and out of order, every order asked for, on one thread and on two."""
+    rng = seeded("count_keys", n, count_keys)
+    for a in rows_of_keys(rng, 3, n, "float32"):
+        v = row_needles(rng, a[None], 3000)[0]
+        for side in SIDES:
+            want = like_jnp(a, v, side)
+            for (order, kernel), (threads, min_parallel) in zip(
+                    [("check", "merge"), ("any", "bisect"), ("check", "runs")], THREADS * 2):
+                np.testing.assert_array_equal(
+                    cpu_search(a, v, side, order, kernel, threads, min_parallel,
+                               count_keys=count_keys), want,
+                    err_msg=f"{side}, {order}, {kernel}, a sorted {bool(np.all(a[:-1] <= a[1:]))}")
+
+
+def test_count_keys_reaches_the_call():
+    """The config's `count_keys` reaches the custom call as its attribute;
+    the default is the extension's built-in limit, so a program lowered
+    without the attribute (an exported artifact) counts the same rows."""
+    def lowered(config):
+        return int(re.search(r"count_keys = (\d+) : i32", lowered_unsorted_call(config))[1])
+
+    assert lowered(CpuConfig(count_keys=48)) == 48
+    assert lowered(CpuConfig()) == CpuConfig().count_keys == COUNT_KEYS
 
 
 @pytest.mark.parametrize("sorted_v", [None, True, False])

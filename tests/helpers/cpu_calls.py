@@ -17,7 +17,7 @@ SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel", "bucket_min_bytes",
                                                   "table_check_ratio",
-                                                  "bucket_keys_per_needle"))
+                                                  "bucket_keys_per_needle", "count_keys"))
 
 
 def lowered_unsorted_call(config: CpuConfig) -> str:
@@ -45,8 +45,9 @@ def like_jnp(a: np.ndarray, v: np.ndarray, side: str) -> np.ndarray:
     return np.asarray(rows).reshape(batch + v.shape[-1:])
 
 
-def cpu_search(a, v, side, order, kernel, threads, min_parallel) -> np.ndarray:
-    """The extension's int32 answers for a and v, kernel and order forced."""
+def cpu_search(a, v, side, order, kernel, threads, min_parallel, **fields) -> np.ndarray:
+    """The extension's int32 answers for a and v, kernel and order forced
+    (and any of `cpu.search`'s tuned arguments, as `fields`)."""
     return np.asarray(CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order,
                                  kernel=kernel, out_dtype=np.dtype(np.int32), threads=threads,
-                                 min_parallel=min_parallel))
+                                 min_parallel=min_parallel, **fields))

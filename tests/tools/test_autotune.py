@@ -81,6 +81,40 @@ def test_bucket_sweep_times_both_routes(caches):
     assert "bucket_keys_per_needle" in autotune_cpu.cpu_table(entries)
 
 
+def test_count_keys_choices():
+    """Keys up to which counting wins: halfway (log space) between the
+    last row it won and the first it lost, past the ladder's ends where it
+    won everywhere or nowhere; a loss within the margin is no loss."""
+    count_keys = autotune_cpu._count_keys
+    assert autotune_cpu.COUNT_ROW_KEYS == (8, 16, 32, 64, 128)
+    assert count_keys([1, 1, 1, 2, 2], [1.5] * 5) == 45  # sqrt(32 * 64)
+    assert count_keys([1] * 5, [2] * 5) == 256
+    assert count_keys([2] * 5, [1] * 5) == 5  # sqrt(4 * 8)
+    assert count_keys([1, 1, 1, 1, 1.04], [1] * 5) == 256
+    assert count_keys([1, 1, 2, 1, 2], [1.5] * 5) == 90  # sqrt(64 * 128): only the last run
+
+
+def test_count_sweep_times_both_routes(caches):
+    """The short rows' ladder for one dtype, with as many needles as the
+    grid's largest size: both routes timed at every row, the threshold in
+    every entry of the dtype and in the config resolved."""
+    user, _ = caches
+    grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("int32",), sizes=(64, 2000),
+                               ratios=(1, 4), repeats=1, budget_s=0.0, threads=False)
+    progress = Progress(autotune_cpu.cpu_steps(grid), "test")
+    entries = autotune_cpu.tune_cpu(grid, progress)
+    assert progress.done == progress.total
+    counts = entries[0].times["counts"]
+    assert counts["needles"] == 2000 and counts["keys"] == list(autotune_cpu.COUNT_ROW_KEYS)
+    assert len(counts["counted_s"]) == len(counts["searched_s"]) == len(counts["keys"])
+    assert counts["threshold"] == autotune_cpu._count_keys(counts["counted_s"],
+                                                           counts["searched_s"])
+    assert {e.config["count_keys"] for e in entries} == {counts["threshold"]}
+    write(user, *entries)
+    assert tuning.cpu_config(2000, 2000, np.int32).count_keys == counts["threshold"]
+    assert "count_keys" in autotune_cpu.cpu_table(entries)
+
+
 def test_keys_per_needle_limit_choices():
     """The table check's and the buckets' density thresholds."""
     limit = autotune_cpu._keys_per_needle_limit
@@ -216,7 +250,8 @@ def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
                                ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
     progress = Progress(autotune_cpu.cpu_steps(grid), "test")
     (entry,) = autotune_cpu.tune_cpu(grid, progress)
-    assert set(entry.config) == {"bisect_ratio", "runs_ratio"} and "threads_s" not in entry.times
+    assert set(entry.config) == {"bisect_ratio", "runs_ratio", "count_keys"}
+    assert "threads_s" not in entry.times
     assert entry.times["bisect"]["ratios"] == [1, 4, 16]
     write(user, entry)
     config = tuning.cpu_config(64, 64, np.int32)

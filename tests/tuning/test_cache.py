@@ -203,6 +203,8 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
     ("bucket_keys_per_needle", -1.0, ValueError), ("bucket_keys_per_needle", math.nan, ValueError),
     ("bucket_keys_per_needle", None, TypeError), ("bucket_keys_per_needle", True, TypeError),
     ("table_check_ratio", "8", TypeError), ("table_check_ratio", True, TypeError),
+    ("count_keys", -1, ValueError), ("count_keys", 2**31, ValueError),
+    ("count_keys", 32.0, TypeError), ("count_keys", True, TypeError),
 ])
 def test_cpu_config_checks_its_fields(name, value, error):
     with pytest.raises(error, match=name):

@@ -8,7 +8,9 @@ pay (``min_parallel``), the bytes of keys from which needles in any
 order are searched by buckets (``bucket_min_bytes``) and the keys per
 needle up to which the buckets pay (``bucket_keys_per_needle``), and the
 keys per needle up to which they take their row's bin table where SIMD
-gathers would search it alone (``table_check_ratio``).
+gathers would search it alone (``table_check_ratio``), and the keys of a
+short row up to which its needles are counted rather than searched
+(``count_keys``).
 Kernels are compared on one thread: threads split the needles of every kernel
 alike, so the crossovers carry over.
 """
@@ -48,6 +50,11 @@ TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
 # the largest size the buckets are timed at (one needle per 64 keys to one
 # per 2).
 BUCKET_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-6, 0))
+# Keys of one row at which its unsorted needles are timed counted and
+# searched (a ladder of one step, as `crossover` takes), and the most
+# needles they are timed with (fewer where the grid's sizes are smaller).
+COUNT_ROW_KEYS = (8, 16, 32, 64, 128)
+COUNT_SWEEP_NEEDLES = 10**6
 
 
 def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
@@ -192,6 +199,31 @@ def _sweep_bucket_density(size: int, dtype: str, grid: TuneGrid,
             "threshold": _keys_per_needle_limit(rungs, buckets_s, table_s)}
 
 
+def _sweep_count_keys(needles: int, dtype: str, grid: TuneGrid,
+                      progress: Progress) -> dict[str, Any]:
+    """Seconds per call of `needles` unsorted needles in one row of 8 to
+    128 keys, counted and searched; and the count_keys they give (the keys
+    up to which counting won at every shorter row)."""
+    counted_s, searched_s = [], []
+    for n in COUNT_ROW_KEYS:
+        progress.show(f"cpu {dtype} N={n} counted, M={fmt_count(needles)}")
+        counted, searched = _time_unsorted(n, needles, dtype, grid, {"count_keys": n},
+                                           {"count_keys": 0})
+        counted_s.append(counted)
+        searched_s.append(searched)
+        progress.step()
+    return {"needles": needles, "keys": list(COUNT_ROW_KEYS), "counted_s": counted_s,
+            "searched_s": searched_s, "threshold": _count_keys(counted_s, searched_s)}
+
+
+def _count_keys(counted_s: Sequence[float], searched_s: Sequence[float]) -> int:
+    """The keys up to which counting beat searching at every shorter row
+    of COUNT_ROW_KEYS, searching having to win clearly (MARGIN) to take a
+    row: `crossover`'s point, rounded down (past the ladder's ends where
+    searching won at every row, or at none)."""
+    return int(crossover(COUNT_ROW_KEYS, counted_s, [t / (1 - MARGIN) for t in searched_s]))
+
+
 def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
     """The bytes of keys from which the buckets won at every larger size:
     halfway (in log space) between the last loss and the first win; from
@@ -254,7 +286,8 @@ def cpu_steps(grid: TuneGrid) -> int:
                  if len(c := _table_cells(s, d)) >= 2)
     buckets = sum(len(b) + len(BUCKET_NEEDLES_PER_KEY) for d in grid.dtypes
                   if (b := _bucket_sizes(grid.sizes, d)))
-    return per_size * len(grid.dtypes) + buckets + tables
+    counts = len(COUNT_ROW_KEYS) * len(grid.dtypes)
+    return per_size * len(grid.dtypes) + buckets + tables + counts
 
 
 def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
@@ -281,7 +314,9 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             table = _sweep_table(size, dtype, grid, progress)
             if table is not None:
                 found[-1]["table"] = table
-        shared_fields = {}
+        # The short rows' limit, for the dtype: a row's keys, not its size.
+        counts = _sweep_count_keys(min(sizes[-1], COUNT_SWEEP_NEEDLES), dtype, grid, progress)
+        shared_fields = {"count_keys": counts["threshold"]}
         buckets = _bucket_sizes(sizes, dtype)
         if buckets:
             # One threshold for the dtype, in bytes, from every size tried.
@@ -292,6 +327,8 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             shared_fields["bucket_keys_per_needle"] = swept["density"]["threshold"]
             for f in found:
                 f["buckets"] = swept
+        for f in found:
+            f["counts"] = counts
         if grid.threads:
             # Threads pay on large inputs; below min_parallel one thread runs anyway.
             shared_fields |= {"threads": _best_threads(found[-1]["threads_s"]),
@@ -323,8 +360,8 @@ def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
                      f"{e.config['bucket_keys_per_needle']:.3g}"
                      if "bucket_keys_per_needle" in e.config else "default",
                      f"{e.config['table_check_ratio']:.3g}" if "table_check_ratio" in e.config
-                     else "default"])
+                     else "default", str(e.config.get("count_keys", "default"))])
     return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
                          "min_parallel", "all cores vs 1", "bucket_min_bytes",
-                         "bucket_keys_per_needle", "table_check_ratio"], rows)
+                         "bucket_keys_per_needle", "table_check_ratio", "count_keys"], rows)
 

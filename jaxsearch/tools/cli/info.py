@@ -145,6 +145,8 @@ _CPU_FIELD_MEANINGS: dict[str, Callable[[Any, tuning.CpuConfig], str]] = {
                                        "any order" if x is None else "needles in any order by "
                                        f"the bin table up to {readable(x)} keys per needle "
                                        "(where SIMD gathers serve)"),
+    "count_keys": lambda x, c: (f"needles in any order counted in one sorted row of at most "
+                                f"{x} keys" if x else "needles in any order never counted"),
 }
 
 
