@@ -41,6 +41,8 @@ cdef enum:
     # Every TABLE_STRIDE-th key places its bin: a window reaches back
     # TABLE_STRIDE - 1 keys before the first such key of its bin.
     TABLE_STRIDE = 8
+    # Samples whose bins fill_samples finds together (a check block's).
+    SAMPLE_BLOCK = 128
     # Groups of LANES needles whose windows are found before any of them is
     # searched, so that the lookups' and the first probes' cache misses
     # overlap (8 groups: 1.4x faster than one at a time, N = M = 1e6).
@@ -129,21 +131,28 @@ cdef inline void fill_samples(BinTable* t, const key_t* a, Py_ssize_t na, Py_ssi
     its own and the next bins' (empty bins, and bins out of order around a
     descent). Branch-free but for the loops: a fill of each bin up to a
     sampled key's bin mispredicted its loop's uneven trip counts (perf at N
-    = 1e7: 2.4x this fill's samples)."""
-    cdef Py_ssize_t k = k1 - 1, first, last, b
+    = 1e7: 2.4x this fill's samples). The samples' bins are found
+    SAMPLE_BLOCK at a time, in SIMD lanes, before any is placed."""
+    cdef Py_ssize_t k = k1, first, last, b, j, block
+    cdef int32_t bins[SAMPLE_BLOCK]
     if k1 <= k0:
         return
     first = bin_of(t, a[(k0 - 1) * TABLE_STRIDE]) + 1 if k0 > 0 else 0
-    last = t.bins if k1 == table_samples(na) else bin_of(t, a[k * TABLE_STRIDE])
+    last = t.bins if k1 == table_samples(na) else bin_of(t, a[(k1 - 1) * TABLE_STRIDE])
     for b in range(first, last + 1):
         t.start[b] = <uint32_t>na
-    # The share's first sampled keys may lie in the previous share's last bin.
-    while k >= k0:
-        b = bin_of(t, a[k * TABLE_STRIDE])
-        if b < first:
+    while k > k0:
+        block = min(<Py_ssize_t>SAMPLE_BLOCK, k - k0)
+        k -= block
+        for j in range(block):
+            bins[j] = <int32_t>bin_place(t, <double>a[(k + j) * TABLE_STRIDE])
+        j = block - 1
+        # The share's first sampled keys may lie in the previous share's last bin.
+        while j >= 0 and bins[j] >= first:
+            t.start[bins[j]] = <uint32_t>((k + j) * TABLE_STRIDE)
+            j -= 1
+        if j >= 0:
             break
-        t.start[b] = <uint32_t>(k * TABLE_STRIDE)
-        k -= 1
     for b in range(last - 1, first - 1, -1):
         t.start[b] = min(t.start[b], t.start[b + 1])
 
