@@ -71,6 +71,27 @@ def test_measure_all_samples_checks_and_reports_errors(monkeypatch):
     assert wrong.correct is False
 
 
+def test_measure_all_rotates_who_goes_first(monkeypatch):
+    """Each round of samples starts one callable further on, so that no
+    callable always runs right after the same other one."""
+    clock = _Clock()
+    monkeypatch.setattr(timing, "time", clock)
+    order = []
+
+    def call(name):
+        def fn():
+            order.append(name)
+            clock.now += 1.0  # a sample of one call
+        return fn
+
+    measure_all([call("a"), call("b"), call("c")], repeats=4, budget_s=10.0,
+                clock=clock.perf_counter)
+    # Two calls each to warm up (the second, a sample of one call, counts as
+    # the first sample), then three rounds of one sample each.
+    assert order[:6] == ["a", "a", "b", "b", "c", "c"]
+    assert order[6:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
 def test_measure_all_stops_slow_callables_at_the_budget():
     def slow():
         time.sleep(0.003)
