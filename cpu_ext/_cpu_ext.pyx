@@ -65,7 +65,8 @@ KEY_DTYPE_NAMES = dtype_names(KEY_DTYPES, KEY_DTYPE_COUNT)
 WEIGHT_DTYPE_NAMES = dtype_names(WEIGHT_DTYPES, WEIGHT_DTYPE_COUNT)
 # The longest segment searchsorted_cumsum takes (its `segment` attribute).
 MAX_SEGMENT = cumsum_search.MAX_SEGMENT
-# Rows of fewer needles than this, two rows or more, are searched across rows.
+# Rows of fewer needles than this, two rows or more, are searched across
+# rows, where the call has no `short_rows` attribute.
 SHORT_ROW_NEEDLES = SHORT_ROW_LIMIT
 # A single row of unsorted needles is searched by buckets from the call's
 # `bucket_min_bytes` of `a` and, where the call has no `bucket_density`
@@ -115,8 +116,9 @@ def runs_x86_64_v3():
     return bool(cpu_runs_x86_64_v3())
 
 
-def planned_threads(long rows, long n, long m, int threads, long min_parallel):
+def planned_threads(long rows, long n, long m, int threads, long min_parallel,
+                    long short_rows=SHORT_ROW_LIMIT):
     """The threads one searchsorted call of `rows` rows of m needles in n keys runs on,
-    given its `threads` and `min_parallel` attributes: the plan the handler
-    makes."""
-    return call_threads(threads, search_parts(rows, n, m, threads, min_parallel))
+    given its `threads`, `min_parallel` and `short_rows` attributes: the plan
+    the handler makes."""
+    return call_threads(threads, search_parts(rows, n, m, threads, min_parallel, short_rows))

@@ -1,14 +1,16 @@
 # The searchsorted FFI handler (see jaxsearch/core/cpu.py): two buffers a (..., n)
 # and v (..., m) of one key dtype, one result (..., m) of int32 or int64;
 # leading dimensions are batch dimensions that broadcast numpy-style (an
-# unbatched operand comes with size-1 batch dimensions, without a copy). Nine
+# unbatched operand comes with size-1 batch dimensions, without a copy). Ten
 # int32 attributes: `bucket_density` (optional: the most keys per needle, in
 # sixteenths, at which buckets may pay; BUCKET_DENSITY's where missing),
 # `bucket_min_bytes` (bytes of `a` from which buckets may
 # pay, see below), `count_keys` (optional: the most keys of a row whose
 # needles in any order are counted, count_kernel; COUNT_KEYS where
 # missing), `kernel` (KERNEL_*), `min_parallel` (needles per part, at
-# least), `order` (ORDER_*), `right` (0/1), `table_check` (optional: which
+# least), `order` (ORDER_*), `right` (0/1), `short_rows` (optional: rows
+# of fewer needles than this, two rows or more, are searched across rows;
+# SHORT_ROW_LIMIT where missing), `table_check` (optional: which
 # rows are checked for their bin tables, TABLE_CHECK_BUILT_IN) and `threads`
 # (at most this many threads). Kernels in search_kernels.pxd and
 # bin_table.pxd.
@@ -24,7 +26,7 @@
 #   1. the needles of all rows; a row whose `a` was flagged, or not checked,
 #      is binary-searched by jnp's probes.
 # A batch of short rows (under vmap, one needle or a few per row) takes
-# neither phase's per-row work: with fewer than SHORT_ROW_LIMIT needles a
+# neither phase's per-row work: with fewer than `short_rows` needles a
 # row, phase 1's parts are runs of whole rows, searched by jnp's probes
 # LANES rows in lock-step (probe_rows; GATHER_LANES rows in gathers,
 # gather_rows), and nothing is checked.
@@ -111,7 +113,8 @@ cdef enum:
     # leave the search lanes empty and the per-row setup (check, table,
     # parts) costs more than the search. Float32 under vmap, 2 cores: per
     # row, 20,000 rows of 16 keys and 16 needles took 1.4-2.1x jnp's time;
-    # across rows 0.45-0.6x (docs/performance.md, Shapes).
+    # across rows 0.45-0.6x (docs/performance.md, Shapes). The built-in
+    # value of the call's `short_rows` (CpuConfig.short_row_needles).
     SHORT_ROW_LIMIT = 64
 
 # The key dtypes the kernels take (run_part gives each its C type).
@@ -147,6 +150,7 @@ cdef struct SearchAttrs:
     int32_t min_parallel
     int32_t order
     int32_t right
+    int32_t short_rows
     int32_t table_check
     int32_t threads
 
@@ -186,6 +190,7 @@ cdef struct SearchJob:
     int kernel
     int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
     int32_t count_keys              # the attribute (COUNT_KEYS)
+    int32_t short_row_limit         # the attribute `short_rows` (SHORT_ROW_LIMIT)
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -681,18 +686,19 @@ cdef int64_t operand_rows(const XLA_FFI_Buffer* buf) noexcept nogil:
     return rows
 
 
-cdef bint short_rows(int64_t rows, int64_t m) noexcept nogil:
-    """Whether a call of `rows` rows of m needles takes the short-row route."""
-    return rows > 1 and 0 < m < SHORT_ROW_LIMIT
+cdef bint short_rows(int64_t rows, int64_t m, int64_t limit) noexcept nogil:
+    """Whether a call of `rows` rows of m needles takes the short-row route,
+    with the call's `short_rows` limit."""
+    return rows > 1 and 0 < m < limit
 
 
 cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
-                       int64_t min_parallel) noexcept nogil:
+                       int64_t min_parallel, int64_t short_limit) noexcept nogil:
     """Phase 1's parts for `rows` rows of m needles in n keys. Short rows are
     cut into runs of whole rows, as many as a row would be cut into whose
     needles were the rows' probes (each probe of a short row is a fresh
     miss, as a needle of a long row costs about one)."""
-    if short_rows(rows, m):
+    if short_rows(rows, m, short_limit):
         return slices_per_row(rows * m * probe_levels(n), threads, min_parallel)
     return rows * slices_per_row(m, threads, min_parallel)
 
@@ -734,8 +740,9 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
     cdef bint check
     if message != NULL:
         return message
-    job.parts[1] = search_parts(job.shape.rows, job.shape.n, job.shape.m, threads, min_parallel)
-    if short_rows(job.shape.rows, job.shape.m):
+    job.parts[1] = search_parts(job.shape.rows, job.shape.n, job.shape.m, threads, min_parallel,
+                                job.short_row_limit)
+    if short_rows(job.shape.rows, job.shape.m, job.short_row_limit):
         job.rows_per_part = (job.shape.rows + job.parts[1] - 1) // job.parts[1]
         return NULL
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
@@ -796,10 +803,11 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[9]
+    cdef Attr table[10]
     attrs.table_check = TABLE_CHECK_BUILT_IN
     attrs.bucket_density = 16 * BUCKET_DENSITY
     attrs.count_keys = COUNT_KEYS
+    attrs.short_rows = SHORT_ROW_LIMIT
     table[:] = [Attr(b"bucket_density", &attrs.bucket_density, 0, INT32_MAX, True),
                 int32_in(b"bucket_min_bytes", &attrs.bucket_min_bytes, 0, INT32_MAX),
                 Attr(b"count_keys", &attrs.count_keys, 0, INT32_MAX, True),
@@ -807,6 +815,7 @@ cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* att
                 any_int32(b"min_parallel", &attrs.min_parallel),
                 any_int32(b"order", &attrs.order),
                 any_int32(b"right", &attrs.right),
+                Attr(b"short_rows", &attrs.short_rows, 0, INT32_MAX, True),
                 Attr(b"table_check", &attrs.table_check, TABLE_CHECK_BUILT_IN, INT32_MAX, True),
                 int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
     return read_attrs(cf, table, sizeof(table) // sizeof(Attr), message_buf)
@@ -826,6 +835,7 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     job.table_check, job.count_keys = attrs.table_check, attrs.count_keys
+    job.short_row_limit = attrs.short_rows
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
                           attrs.bucket_density)
     if message != NULL:

@@ -163,6 +163,7 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
         cpu_table_check_ratio=cpu_config.table_check_ratio,
         cpu_bucket_keys_per_needle=cpu_config.bucket_keys_per_needle,
         cpu_count_keys=cpu_config.count_keys,
+        cpu_short_row_needles=cpu_config.short_row_needles,
         implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
         portable=portable)
     return out.reshape(v.shape)

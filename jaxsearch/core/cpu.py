@@ -108,7 +108,8 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
            bucket_min_bytes: int = CpuConfig.bucket_min_bytes,
            table_check_ratio: float | None = CpuConfig.table_check_ratio,
            bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
-           count_keys: int = CpuConfig.count_keys) -> jax.Array:
+           count_keys: int = CpuConfig.count_keys,
+           short_row_needles: int = CpuConfig.short_row_needles) -> jax.Array:
     """searchsorted of `v` in `a` by the Cython kernels, as an XLA custom call.
 
     Args:
@@ -142,6 +143,9 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
       count_keys: a row of at most this many keys, with needles in any
         order, is checked and, sorted, its needles counted against every
         key (`CpuConfig.count_keys`).
+      short_row_needles: two rows or more of fewer needles than this are
+        searched across rows, a few rows in lock-step
+        (`CpuConfig.short_row_needles`).
 
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
@@ -150,6 +154,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
                  bucket_density=_sixteenths(bucket_keys_per_needle),
                  bucket_min_bytes=_int32_attribute(bucket_min_bytes),
                  count_keys=_int32_attribute(count_keys),
+                 short_rows=_int32_attribute(short_row_needles),
                  table_check=_table_check_attribute(table_check_ratio),
                  right=np.int32(side == "right"),
                  order=np.int32(ORDER_NAMES[order]),
@@ -159,13 +164,14 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
 
 
 def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1,
-                    n: int = 1) -> int:
+                    n: int = 1, short_row_needles: int = CpuConfig.short_row_needles) -> int:
     """The threads a `search` of `rows` rows of m needles in n keys runs on, with these
-    `threads` and `min_parallel`: the extension's own plan (1 where the
-    extension is unavailable and jnp searches instead)."""
+    `threads`, `min_parallel` and `short_row_needles`: the extension's own
+    plan (1 where the extension is unavailable and jnp searches instead)."""
     if not AVAILABLE:
         return 1
-    return _planned_threads(rows, n, m, threads, _int32_attribute(min_parallel))
+    return _planned_threads(rows, n, m, threads, _int32_attribute(min_parallel),
+                            _int32_attribute(short_row_needles))
 
 
 def threads_for(config: CpuConfig, m: int) -> int:

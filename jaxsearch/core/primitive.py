@@ -53,6 +53,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                  cpu_bucket_min_bytes: int, cpu_table_check_ratio: float | None = None,
                  cpu_bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
                  cpu_count_keys: int = CpuConfig.count_keys,
+                 cpu_short_row_needles: int = CpuConfig.short_row_needles,
                  needle_ndim: int | None = None,
                  implementation: str | None = None, portable: bool = False) -> jax.Array:
     """Binds the primitive.
@@ -80,6 +81,9 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
         (`CpuConfig.bucket_keys_per_needle`).
       cpu_count_keys: the most keys of a row whose needles in any order the
         CPU kernel counts (`CpuConfig.count_keys`).
+      cpu_short_row_needles: rows of fewer needles than this, two or more,
+        are searched across rows by the CPU kernel
+        (`CpuConfig.short_row_needles`).
       needle_ndim: len(needles); None means v.ndim - a.ndim + 1.
       implementation: None (by platform, `rows.implementation_for`), or a GPU
         implementation asked for by name: its real kernels where the search
@@ -100,6 +104,7 @@ def bind_search(a: jax.Array, v: jax.Array, *, side: str, order: str, out_dtype:
                   cpu_table_check_ratio=cpu_table_check_ratio,
                   cpu_bucket_keys_per_needle=float(cpu_bucket_keys_per_needle),
                   cpu_count_keys=int(cpu_count_keys),
+                  cpu_short_row_needles=int(cpu_short_row_needles),
                   needle_ndim=int(needle_ndim), implementation=implementation,
                   portable=bool(portable))
     if implementation in BACKENDS and BACKENDS[implementation].interpreted_at_trace_time \

@@ -50,7 +50,8 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
 def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
                 cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, cpu_table_check_ratio=None,
                 cpu_bucket_keys_per_needle=CpuConfig.bucket_keys_per_needle,
-                cpu_count_keys=CpuConfig.count_keys, portable=False):
+                cpu_count_keys=CpuConfig.count_keys,
+                cpu_short_row_needles=CpuConfig.short_row_needles, portable=False):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
     implementation off cuda and rocm runs in its interpreter. (`portable`
@@ -75,7 +76,7 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
                       bucket_min_bytes=cpu_bucket_min_bytes,
                       table_check_ratio=cpu_table_check_ratio,
                       bucket_keys_per_needle=cpu_bucket_keys_per_needle,
-                      count_keys=cpu_count_keys)
+                      count_keys=cpu_count_keys, short_row_needles=cpu_short_row_needles)
 
 
 def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:

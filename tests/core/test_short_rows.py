@@ -9,6 +9,7 @@ lowers to jnp's own search."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import jax
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 import jaxsearch
 from jaxsearch.core import cpu
-from jaxsearch.tuning import CpuConfig
+from jaxsearch.tuning import CpuConfig, use_cpu_config
 
 pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
 
@@ -152,6 +153,43 @@ def test_short_rows_plan_threads_by_their_probes():
     few = cpu.planned_threads(1, rows=1_000, n=9, threads=2, min_parallel=1 << 16)
     one_row = cpu.planned_threads(80_000, rows=1, n=9, threads=2, min_parallel=1 << 16)
     assert (many, few, one_row) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("rows, n, m, limit", [(30, 33, 100, 128), (40, 9, 8, 0), (40, 9, 8, 8),
+                                               (40, 200, 8, 9)])
+def test_short_row_needles_moves_the_edge(rows, n, m, limit):
+    """`short_row_needles` in force decides which batches are searched
+    across rows: rows of 100 needles with a limit of 128, rows of 8 with a
+    limit of 9; row by row, rows of 8 with a limit of 0 or 8. jnp's answers
+    either way, rows in order and out of order, on one thread and two."""
+    rng = seeded("short_row_needles", rows, n, m, limit)
+    a = rows_of_keys(rng, rows, n, "float32")
+    v = row_needles(rng, a, m)
+    for side in SIDES:
+        want = like_jnp(a, v, side)
+        for order, (threads, min_parallel) in zip(("check", "any"), THREADS):
+            got = cpu_search(a, v, side, order, "merge", threads, min_parallel,
+                             short_row_needles=limit)
+            np.testing.assert_array_equal(got, want, err_msg=f"{side}, {order}")
+
+
+def test_short_row_needles_reaches_the_call_and_the_plan():
+    """The config's `short_row_needles` reaches the custom call as its
+    `short_rows` attribute (the default: the extension's own limit, which
+    a program lowered without it keeps), and the threads planned: 1,000
+    rows of one needle, one part across rows, two parts row by row."""
+    a, v = jnp.zeros((4, 9), jnp.float32), jnp.zeros((4, 1), jnp.float32)
+
+    def lowered(config):
+        with use_cpu_config(config):
+            text = jax.jit(jax.vmap(jaxsearch.searchsorted)).lower(a, v).as_text()
+        return int(re.search(r"short_rows = (\d+) : i32", text)[1])
+
+    assert lowered(CpuConfig(short_row_needles=5)) == 5
+    assert lowered(CpuConfig()) == CpuConfig().short_row_needles == SHORT
+    plan = functools.partial(cpu.planned_threads, 1, rows=1_000, n=9, threads=2,
+                             min_parallel=1 << 16)
+    assert (plan(), plan(short_row_needles=0), plan(short_row_needles=2)) == (1, 2, 1)
 
 
 # Rows of at most this many keys are counted (search_kernels.pxd), where the

@@ -17,7 +17,8 @@ SIDES = ("left", "right")
 CPU_SEARCH = jax.jit(cpu.search, static_argnames=("side", "order", "kernel", "out_dtype",
                                                   "threads", "min_parallel", "bucket_min_bytes",
                                                   "table_check_ratio",
-                                                  "bucket_keys_per_needle", "count_keys"))
+                                                  "bucket_keys_per_needle", "count_keys",
+                                                  "short_row_needles"))
 
 
 def lowered_unsorted_call(config: CpuConfig) -> str:

@@ -81,23 +81,26 @@ def test_bucket_sweep_times_both_routes(caches):
     assert "bucket_keys_per_needle" in autotune_cpu.cpu_table(entries)
 
 
-def test_count_keys_choices():
-    """Keys up to which counting wins: halfway (log space) between the
-    last row it won and the first it lost, past the ladder's ends where it
-    won everywhere or nowhere; a loss within the margin is no loss."""
-    count_keys = autotune_cpu._count_keys
-    assert autotune_cpu.COUNT_ROW_KEYS == (8, 16, 32, 64, 128)
-    assert count_keys([1, 1, 1, 2, 2], [1.5] * 5) == 45  # sqrt(32 * 64)
-    assert count_keys([1] * 5, [2] * 5) == 256
-    assert count_keys([2] * 5, [1] * 5) == 5  # sqrt(4 * 8)
-    assert count_keys([1, 1, 1, 1, 1.04], [1] * 5) == 256
-    assert count_keys([1, 1, 2, 1, 2], [1.5] * 5) == 90  # sqrt(64 * 128): only the last run
+def test_ladder_limit_choices():
+    """The short rows' limits (count_keys, short_row_needles): the rung up
+    to which a route wins, halfway (log space) between the last rung it won
+    and the first it lost, past the ladder's ends where it won everywhere
+    or nowhere; a loss within the margin is no loss."""
+    def limit(route_s, other_s):
+        return autotune_cpu._ladder_limit((8, 16, 32, 64, 128), route_s, other_s)
+
+    assert limit([1, 1, 1, 2, 2], [1.5] * 5) == 45  # sqrt(32 * 64)
+    assert limit([1] * 5, [2] * 5) == 256
+    assert limit([2] * 5, [1] * 5) == 5  # sqrt(4 * 8)
+    assert limit([1, 1, 1, 1, 1.04], [1] * 5) == 256
+    assert limit([1, 1, 2, 1, 2], [1.5] * 5) == 90  # sqrt(64 * 128): only the last run
 
 
-def test_count_sweep_times_both_routes(caches):
-    """The short rows' ladder for one dtype, with as many needles as the
-    grid's largest size: both routes timed at every row, the threshold in
-    every entry of the dtype and in the config resolved."""
+def test_short_row_sweeps_time_both_routes(caches):
+    """The short rows' ladders for one dtype (keys counted or searched;
+    needles per row across rows or row by row), with as many needles as
+    the grid's largest size: both routes timed at every rung, each
+    threshold in every entry of the dtype and in the config resolved."""
     user, _ = caches
     grid = dataclasses.replace(autotune_grid.GRIDS.quick, dtypes=("int32",), sizes=(64, 2000),
                                ratios=(1, 4), repeats=1, budget_s=0.0, threads=False)
@@ -107,12 +110,22 @@ def test_count_sweep_times_both_routes(caches):
     counts = entries[0].times["counts"]
     assert counts["needles"] == 2000 and counts["keys"] == list(autotune_cpu.COUNT_ROW_KEYS)
     assert len(counts["counted_s"]) == len(counts["searched_s"]) == len(counts["keys"])
-    assert counts["threshold"] == autotune_cpu._count_keys(counts["counted_s"],
-                                                           counts["searched_s"])
+    assert counts["threshold"] == autotune_cpu._ladder_limit(
+        autotune_cpu.COUNT_ROW_KEYS, counts["counted_s"], counts["searched_s"])
     assert {e.config["count_keys"] for e in entries} == {counts["threshold"]}
+    # The batches of rows: as many needles in all, 8 to 256 a row.
+    short = entries[0].times["short_rows"]
+    assert short["needles"] == 2000 and short["needles_per_row"] == [8, 16, 32, 64, 128, 256]
+    assert len(short["across_s"]) == len(short["by_row_s"]) == 6
+    assert short["threshold"] == autotune_cpu._ladder_limit(
+        autotune_cpu.SHORT_ROW_NEEDLES, short["across_s"], short["by_row_s"])
+    assert {e.config["short_row_needles"] for e in entries} == {short["threshold"]}
     write(user, *entries)
-    assert tuning.cpu_config(2000, 2000, np.int32).count_keys == counts["threshold"]
-    assert "count_keys" in autotune_cpu.cpu_table(entries)
+    config = tuning.cpu_config(2000, 2000, np.int32)
+    assert (config.count_keys, config.short_row_needles) == (counts["threshold"],
+                                                             short["threshold"])
+    table = autotune_cpu.cpu_table(entries)
+    assert "count_keys" in table and "short_row_needles" in table
 
 
 def test_keys_per_needle_limit_choices():
@@ -250,7 +263,7 @@ def test_tune_cpu_without_threads_keeps_the_default_thread_settings(caches):
                                ratios=(1, 4, 16), repeats=1, budget_s=0.0, threads=False)
     progress = Progress(autotune_cpu.cpu_steps(grid), "test")
     (entry,) = autotune_cpu.tune_cpu(grid, progress)
-    assert set(entry.config) == {"bisect_ratio", "runs_ratio", "count_keys"}
+    assert set(entry.config) == {"bisect_ratio", "runs_ratio", "count_keys", "short_row_needles"}
     assert "threads_s" not in entry.times
     assert entry.times["bisect"]["ratios"] == [1, 4, 16]
     write(user, entry)

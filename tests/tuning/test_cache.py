@@ -205,6 +205,8 @@ def test_a_bad_entry_warns_once_and_the_others_still_count(caches, entry, field)
     ("table_check_ratio", "8", TypeError), ("table_check_ratio", True, TypeError),
     ("count_keys", -1, ValueError), ("count_keys", 2**31, ValueError),
     ("count_keys", 32.0, TypeError), ("count_keys", True, TypeError),
+    ("short_row_needles", -1, ValueError), ("short_row_needles", 2**31, ValueError),
+    ("short_row_needles", 64.0, TypeError), ("short_row_needles", None, TypeError),
 ])
 def test_cpu_config_checks_its_fields(name, value, error):
     with pytest.raises(error, match=name):

@@ -8,9 +8,10 @@ pay (``min_parallel``), the bytes of keys from which needles in any
 order are searched by buckets (``bucket_min_bytes``) and the keys per
 needle up to which the buckets pay (``bucket_keys_per_needle``), and the
 keys per needle up to which they take their row's bin table where SIMD
-gathers would search it alone (``table_check_ratio``), and the keys of a
+gathers would search it alone (``table_check_ratio``), the keys of a
 short row up to which its needles are counted rather than searched
-(``count_keys``).
+(``count_keys``), and the needles per row below which a batch of rows is
+searched across rows (``short_row_needles``).
 Kernels are compared on one thread: threads split the needles of every kernel
 alike, so the crossovers carry over.
 """
@@ -24,13 +25,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ... import tuning
 from ...core import cpu
 from ...core.api import searchsorted
 from ..bench.format import fmt_count, fmt_x, format_table
-from ..bench.peers import Problem, make_inputs
+from ..bench.peers import Problem, make_arrays, make_inputs
 from ..bench.timing import Progress, measure_all
 from .grid import TuneGrid, crossover, final_run_start
 
@@ -55,19 +57,26 @@ BUCKET_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-6, 0))
 # needles they are timed with (fewer where the grid's sizes are smaller).
 COUNT_ROW_KEYS = (8, 16, 32, 64, 128)
 COUNT_SWEEP_NEEDLES = 10**6
+# Needles per row at which a batch of rows of SHORT_SWEEP_KEYS keys is timed
+# searched across rows and row by row (a ladder of one step), and the most
+# needles in all (fewer where the grid's sizes are smaller).
+SHORT_ROW_NEEDLES = (8, 16, 32, 64, 128, 256)
+SHORT_SWEEP_KEYS = 200
+SHORT_SWEEP_NEEDLES = 2**16
 
 
-def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array,
-                      **kwargs: Any) -> Callable[[], Any]:
-    """``jaxsearch.searchsorted(ja, jv, **kwargs)`` under jit with `config` in force.
+def call_under_config(config: tuning.CpuConfig, ja: jax.Array, jv: jax.Array, *,
+                      vmapped: bool = False, **kwargs: Any) -> Callable[[], Any]:
+    """``jaxsearch.searchsorted(ja, jv, **kwargs)`` under jit with `config` in
+    force (`vmapped`: under vmap over rows of `ja` and `jv`).
 
     Compiled ahead of time inside :func:`tuning.use_cpu_config`, so that calls
     made later, interleaved with calls compiled under other configs, still run
     with it.
     """
+    search = functools.partial(searchsorted, **kwargs)
     with tuning.use_cpu_config(config):
-        compiled = jax.jit(functools.partial(searchsorted, **kwargs)).lower(
-            ja, jv).compile()
+        compiled = jax.jit(jax.vmap(search) if vmapped else search).lower(ja, jv).compile()
     return lambda: compiled(ja, jv)
 
 
@@ -213,15 +222,42 @@ def _sweep_count_keys(needles: int, dtype: str, grid: TuneGrid,
         searched_s.append(searched)
         progress.step()
     return {"needles": needles, "keys": list(COUNT_ROW_KEYS), "counted_s": counted_s,
-            "searched_s": searched_s, "threshold": _count_keys(counted_s, searched_s)}
+            "searched_s": searched_s,
+            "threshold": _ladder_limit(COUNT_ROW_KEYS, counted_s, searched_s)}
 
 
-def _count_keys(counted_s: Sequence[float], searched_s: Sequence[float]) -> int:
-    """The keys up to which counting beat searching at every shorter row
-    of COUNT_ROW_KEYS, searching having to win clearly (MARGIN) to take a
-    row: `crossover`'s point, rounded down (past the ladder's ends where
-    searching won at every row, or at none)."""
-    return int(crossover(COUNT_ROW_KEYS, counted_s, [t / (1 - MARGIN) for t in searched_s]))
+def _sweep_short_rows(needles: int, dtype: str, grid: TuneGrid,
+                      progress: Progress) -> dict[str, Any]:
+    """Seconds per call of `needles` unsorted needles under vmap, in rows
+    of 8 to 256 needles and SHORT_SWEEP_KEYS keys each, searched across
+    rows and row by row; and the short_row_needles they give (the needles
+    per row below which across rows won at every row of fewer)."""
+    across_s, by_row_s = [], []
+    for m in SHORT_ROW_NEEDLES:
+        rows = max(needles // m, 2)
+        progress.show(f"cpu {dtype} {fmt_count(rows)} rows x {m} needles")
+        a, v = make_arrays(Problem(SHORT_SWEEP_KEYS, rows * m, dtype, sorted_v=False))
+        ja, jv = jnp.tile(a, (rows, 1)), jnp.asarray(v.reshape(rows, m))
+        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
+                                                       short_row_needles=limit),
+                                   ja, jv, vmapped=True, implementation="cython")
+                 for limit in (m + 1, 0)]
+        across, by_row = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
+        across_s.append(across.timing.median)
+        by_row_s.append(by_row.timing.median)
+        progress.step()
+    return {"needles": needles, "keys": SHORT_SWEEP_KEYS,
+            "needles_per_row": list(SHORT_ROW_NEEDLES), "across_s": across_s, "by_row_s": by_row_s,
+            "threshold": _ladder_limit(SHORT_ROW_NEEDLES, across_s, by_row_s)}
+
+
+def _ladder_limit(ladder: Sequence[int], route_s: Sequence[float],
+                  other_s: Sequence[float]) -> int:
+    """The rung up to which a route beat the other at every lower rung,
+    the other having to win clearly (MARGIN) to take a rung: `crossover`'s
+    point, rounded down (past the ladder's ends where the other won at
+    every rung, or at none)."""
+    return int(crossover(ladder, route_s, [t / (1 - MARGIN) for t in other_s]))
 
 
 def _bucket_min_bytes(nbytes: Sequence[int], wins: Sequence[bool]) -> int:
@@ -286,8 +322,8 @@ def cpu_steps(grid: TuneGrid) -> int:
                  if len(c := _table_cells(s, d)) >= 2)
     buckets = sum(len(b) + len(BUCKET_NEEDLES_PER_KEY) for d in grid.dtypes
                   if (b := _bucket_sizes(grid.sizes, d)))
-    counts = len(COUNT_ROW_KEYS) * len(grid.dtypes)
-    return per_size * len(grid.dtypes) + buckets + tables + counts
+    short = (len(COUNT_ROW_KEYS) + len(SHORT_ROW_NEEDLES)) * len(grid.dtypes)
+    return per_size * len(grid.dtypes) + buckets + tables + short
 
 
 def _ratios_for(size: int, ratios: Sequence[int]) -> list[int]:
@@ -314,9 +350,12 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             table = _sweep_table(size, dtype, grid, progress)
             if table is not None:
                 found[-1]["table"] = table
-        # The short rows' limit, for the dtype: a row's keys, not its size.
+        # The short rows' limits, for the dtype: a row's keys and needles,
+        # not the call's size.
         counts = _sweep_count_keys(min(sizes[-1], COUNT_SWEEP_NEEDLES), dtype, grid, progress)
-        shared_fields = {"count_keys": counts["threshold"]}
+        short = _sweep_short_rows(min(sizes[-1], SHORT_SWEEP_NEEDLES), dtype, grid, progress)
+        shared_fields = {"count_keys": counts["threshold"],
+                         "short_row_needles": short["threshold"]}
         buckets = _bucket_sizes(sizes, dtype)
         if buckets:
             # One threshold for the dtype, in bytes, from every size tried.
@@ -328,7 +367,7 @@ def tune_cpu(grid: TuneGrid, progress: Progress) -> list[tuning.CacheEntry]:
             for f in found:
                 f["buckets"] = swept
         for f in found:
-            f["counts"] = counts
+            f["counts"], f["short_rows"] = counts, short
         if grid.threads:
             # Threads pay on large inputs; below min_parallel one thread runs anyway.
             shared_fields |= {"threads": _best_threads(found[-1]["threads_s"]),
@@ -360,8 +399,10 @@ def cpu_table(entries: Sequence[tuning.CacheEntry]) -> str:
                      f"{e.config['bucket_keys_per_needle']:.3g}"
                      if "bucket_keys_per_needle" in e.config else "default",
                      f"{e.config['table_check_ratio']:.3g}" if "table_check_ratio" in e.config
-                     else "default", str(e.config.get("count_keys", "default"))])
+                     else "default", str(e.config.get("count_keys", "default")),
+                     str(e.config.get("short_row_needles", "default"))])
     return format_table(["dtype", "max(N,M)", "bisect_ratio", "runs_ratio", "threads",
                          "min_parallel", "all cores vs 1", "bucket_min_bytes",
-                         "bucket_keys_per_needle", "table_check_ratio", "count_keys"], rows)
+                         "bucket_keys_per_needle", "table_check_ratio", "count_keys",
+                         "short_row_needles"], rows)
 

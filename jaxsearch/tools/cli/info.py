@@ -147,6 +147,8 @@ _CPU_FIELD_MEANINGS: dict[str, Callable[[Any, tuning.CpuConfig], str]] = {
                                        "(where SIMD gathers serve)"),
     "count_keys": lambda x, c: (f"needles in any order counted in one sorted row of at most "
                                 f"{x} keys" if x else "needles in any order never counted"),
+    "short_row_needles": lambda x, c: (f"two rows or more of fewer than {x} needles each searched "
+                                       "across rows" if x else "never searched across rows"),
 }
 
 
