@@ -156,16 +156,23 @@ def _bucket_sizes(sizes: Sequence[int], dtype: str) -> list[int]:
     return [s for s in sorted(sizes) if s * np.dtype(dtype).itemsize >= BUCKET_SWEEP_MIN_BYTES]
 
 
-def _time_unsorted(n: int, m: int, dtype: str, grid: TuneGrid,
-                   *fields: dict[str, Any]) -> list[float]:
-    """Median seconds per call of m unsorted needles in n keys, the calls
-    interleaved, under the default config with each of `fields` replaced."""
-    inputs = make_inputs(Problem(n, m, dtype, sorted_v=False))
-    calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, **f),
-                               inputs.ja, inputs.jv, sorted_v=False, implementation="cython")
+def _time_configs(ja: jax.Array, jv: jax.Array, grid: TuneGrid, *fields: dict[str, Any],
+                  **kwargs: Any) -> list[float]:
+    """Median seconds per call of the Cython search of (ja, jv) (with
+    call_under_config's `kwargs`), the calls interleaved, under the default
+    config with each of `fields` replaced."""
+    calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, **f), ja, jv,
+                               implementation="cython", **kwargs)
              for f in fields]
     return [t.timing.median for t in measure_all(calls, repeats=grid.repeats,
                                                   budget_s=grid.budget_s)]
+
+
+def _time_unsorted(n: int, m: int, dtype: str, grid: TuneGrid,
+                   *fields: dict[str, Any]) -> list[float]:
+    """_time_configs on m unsorted needles in n keys, promised in no order."""
+    inputs = make_inputs(Problem(n, m, dtype, sorted_v=False))
+    return _time_configs(inputs.ja, inputs.jv, grid, *fields, sorted_v=False)
 
 
 def _sweep_buckets(sizes: Sequence[int], dtype: str, grid: TuneGrid,
@@ -238,13 +245,10 @@ def _sweep_short_rows(needles: int, dtype: str, grid: TuneGrid,
         progress.show(f"cpu {dtype} {fmt_count(rows)} rows x {m} needles")
         a, v = make_arrays(Problem(SHORT_SWEEP_KEYS, rows * m, dtype, sorted_v=False))
         ja, jv = jnp.tile(a, (rows, 1)), jnp.asarray(v.reshape(rows, m))
-        calls = [call_under_config(dataclasses.replace(tuning.DEFAULT_CPU_CONFIG,
-                                                       short_row_needles=limit),
-                                   ja, jv, vmapped=True, implementation="cython")
-                 for limit in (m + 1, 0)]
-        across, by_row = measure_all(calls, repeats=grid.repeats, budget_s=grid.budget_s)
-        across_s.append(across.timing.median)
-        by_row_s.append(by_row.timing.median)
+        across, by_row = _time_configs(ja, jv, grid, {"short_row_needles": m + 1},
+                                       {"short_row_needles": 0}, vmapped=True)
+        across_s.append(across)
+        by_row_s.append(by_row)
         progress.step()
     return {"needles": needles, "keys": SHORT_SWEEP_KEYS,
             "needles_per_row": list(SHORT_ROW_NEEDLES), "across_s": across_s, "by_row_s": by_row_s,
