@@ -190,7 +190,6 @@ cdef struct SearchJob:
     int kernel
     int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
     int32_t count_keys              # the attribute (COUNT_KEYS)
-    int32_t short_row_limit         # the attribute `short_rows` (SHORT_ROW_LIMIT)
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -731,18 +730,18 @@ cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,
                              int64_t min_parallel, int64_t bucket_min_bytes,
-                             int64_t bucket_density) noexcept nogil:
+                             int64_t bucket_density, int64_t short_limit) noexcept nogil:
     """The call's shape, cut into parts, phase 0's where `a` is checked (see
     the top of this file; a row of one key, or with no needle to answer,
-    needs no check)."""
+    needs no check). `short_limit` is the call's `short_rows`."""
     cdef const char* message = plan_shape(&job.shape, cf)
     cdef int64_t a_rows, row
     cdef bint check
     if message != NULL:
         return message
     job.parts[1] = search_parts(job.shape.rows, job.shape.n, job.shape.m, threads, min_parallel,
-                                job.short_row_limit)
-    if short_rows(job.shape.rows, job.shape.m, job.short_row_limit):
+                                short_limit)
+    if short_rows(job.shape.rows, job.shape.m, short_limit):
         job.rows_per_part = (job.shape.rows + job.parts[1] - 1) // job.parts[1]
         return NULL
     job.slices = slices_per_row(job.shape.m, threads, min_parallel)
@@ -835,9 +834,8 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     job.table_check, job.count_keys = attrs.table_check, attrs.count_keys
-    job.short_row_limit = attrs.short_rows
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
-                          attrs.bucket_density)
+                          attrs.bucket_density, attrs.short_rows)
     if message != NULL:
         free_search_job(job)
         return message

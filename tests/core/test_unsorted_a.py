@@ -26,6 +26,8 @@ from jaxsearch.core import cpu
 
 # (n, m) for each kernel the tests force: where the tuning would pick it.
 KERNEL_SIZES = {"merge": (3000, 3000), "runs": (40, 20_000), "bisect": (3000, 500)}
+# One row of `a` of at most this many keys is counted where sorted, by default.
+COUNT_KEYS = cpu._ext.COUNT_ROW_KEYS if cpu.AVAILABLE else 32
 # One thread, and two threads on small parts (several parts per row).
 THREADS = [(1, 1 << 16), (2, 64)]
 
@@ -173,11 +175,12 @@ def test_public_call_in_each_regime(regime, n, m, sorted_v):
         np.testing.assert_array_equal(np.asarray(search(a, v)), like_jnp(a, v, "left"))
 
 
-@pytest.mark.parametrize("n", [2, 32, 33])
+@pytest.mark.parametrize("n", [2, COUNT_KEYS, COUNT_KEYS + 1])
 def test_one_short_row_and_needles_in_any_order(n):
-    """One row of `a` of up to 32 keys (the count kernel's) is checked even
-    where the needles are in any order (sorted_v=False): counted where it is
-    sorted, probed where not; past 32 keys, probed. jnp's answers throughout."""
+    """One row of `a` of up to COUNT_KEYS keys (the count kernel's, the
+    default config's `count_keys`) is checked even where the needles are in
+    any order (sorted_v=False): counted where it is sorted, probed where
+    not; past it, probed. jnp's answers throughout."""
     rng = seeded("short row, any needles", n)
     for name, a in unsorted_keys(rng, n, "float32").items():
         v = needles(rng, a, 5000, False)
