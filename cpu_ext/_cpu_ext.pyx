@@ -5,10 +5,11 @@
 # this file) for CPUs with AVX2, BMI2 and FMA; core/cpu.py asks this module's
 # baseline build which one the CPU runs.
 #
-#   ffi_common.pxi            what both handlers share: the call's checks and
+#   ffi_common.pxi            what the handlers share: the call's checks and
 #                             attributes, its shape, the thread plan, XLA's
 #                             thread pool
-#   searchsorted_handler.pxi  searchsorted (kernels in search_kernels.pxd)
+#   searchsorted_handler.pxi  searchsorted (kernels in search_kernels.pxd),
+#                             and in interp mode jnp.interp (interp_values.pxd)
 #   cumsum_handler.pxi        searchsorted_cumsum (kernels in cumsum_search.pxd)
 #   histogram_handler.pxi     histogram counts (by search_kernels.pxd's search)
 #   sort_handler.pxi          rows of keys sorted as jnp.sort sorts them
@@ -86,6 +87,11 @@ BUILT_IN_TABLE_CHECK = TABLE_CHECK_BUILT_IN
 def handler_capsule():
     """The searchsorted FFI handler as a PyCapsule, for jax.ffi.register_ffi_target."""
     return PyCapsule_New(<void*>searchsorted_handler, NULL, NULL)
+
+
+def interp_handler_capsule():
+    """The searchsorted FFI handler in interp mode as a PyCapsule."""
+    return PyCapsule_New(<void*>interp_search_handler, NULL, NULL)
 
 
 def cumsum_handler_capsule():

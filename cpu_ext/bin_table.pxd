@@ -237,8 +237,8 @@ cdef inline uint32_t aside_flag(const BinTable* t, Py_ssize_t b, key_t x) noexce
 
 
 cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, idx_t* out,
-                                 uint32_t* aside, const BinTable* t,
-                                 const side_t* side) noexcept nogil:
+                                 uint32_t* aside, const BinTable* t, const side_t* side,
+                                 Py_ssize_t shadow) noexcept nogil:
     """out for the block of TABLE_GROUPS * LANES needles at v, in groups
     each searched over one window length (the group's widest, so that the
     lanes run in lock-step), each lane's window moved left where it would
@@ -247,7 +247,9 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     finds), else of LANES by narrow_lanes. Marked and NaN needles get a
     lane too; the caller replaces their answers where needed
     (answer_aside), finding them by `aside` (aside_flag of each needle)
-    where the result, the flags' union, is not 0."""
+    where the result, the flags' union, is not 0. Where `shadow` is not 0,
+    the line `shadow` bytes past each window's middle is prefetched with it:
+    the interp mode's line of fp (interp_values.pxd)."""
     cdef bint right = side_t is RightSide
     cdef bint gathered = gathers_serve(a, na)
     cdef Py_ssize_t group = GATHER_LANES if gathered else LANES
@@ -282,6 +284,8 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
         for k in range(g * group, (g + 1) * group):
             lo[k] = min(lo[k], na - w)
             prefetch(a + lo[k] + (w >> 1))
+            if shadow:
+                prefetch(<const char*>(a + lo[k] + (w >> 1)) + shadow)
     for g in range(TABLE_GROUPS * LANES // group):
         if gathered:
             for k in range(GATHER_LANES):
@@ -345,12 +349,13 @@ cdef inline void answer_aside(Probes* probes, const key_t* a, Py_ssize_t n, int 
 
 cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
                               Py_ssize_t m, idx_t* out, const BinTable* t,
-                              const side_t* side) noexcept nogil:
+                              const side_t* side, Py_ssize_t shadow=0) noexcept nogil:
     """Any needles in a row of `a` whose first na keys hold no NaN and are
     sorted but for the descents marked in `t`, as jnp's probes answer them:
     blocks of TABLE_GROUPS * LANES by table_block, the rest one by one; a
     NaN needle gets na (left) or n (right), where jnp's probes end with NaNs
-    last; the needles in a descent's interval, jnp's probes (answer_aside)."""
+    last; the needles in a descent's interval, jnp's probes (answer_aside).
+    `shadow`: table_block's."""
     cdef bint right = side_t is RightSide
     cdef int levels = probe_levels(n)
     cdef Py_ssize_t nan_answer = n if right else na
@@ -360,7 +365,7 @@ cdef inline void table_kernel(const key_t* a, Py_ssize_t na, Py_ssize_t n, const
     cdef Probes probes
     probes.count = 0
     while j + TABLE_GROUPS * LANES <= m:
-        if table_block(a, na, v + j, out + j, aside, t, side):
+        if table_block(a, na, v + j, out + j, aside, t, side, shadow):
             for k in range(TABLE_GROUPS * LANES):
                 if aside[k]:
                     answer_aside(&probes, a, n, levels, nan_answer, v, out, j + k, aside[k],

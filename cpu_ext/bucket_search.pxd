@@ -20,7 +20,7 @@
 # The partition only orders the work: each needle is answered by
 # table_kernel, so the answers are jnp's on any `a` the table takes
 # (descents included).
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -28,6 +28,7 @@ from search_kernels cimport key_t, idx_t, side_t
 from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_place, bin_window,
                        prefetch, table_kernel)
 from huge_pages cimport huge_malloc, scratch_malloc, scratch_free
+from interp_values cimport InterpValues, interp_values
 
 cdef extern from *:
     """
@@ -384,7 +385,8 @@ cdef inline Py_ssize_t first_bucket(const BucketJob* w, Py_ssize_t needles) noex
 
 cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
                                    const BucketJob* w, long run, const BinTable* t,
-                                   idx_t* answers, const side_t* side) noexcept nogil:
+                                   idx_t* answers, const side_t* side,
+                                   const InterpValues* interp) noexcept nogil:
     """The second step for run `run` of the buckets (the runs hold about
     equal shares of the needles): table_kernel over each bucket's needles,
     slice by slice, SEARCH_CHUNK at a time into a chunk, each chunk's
@@ -395,7 +397,9 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
     over them may not. While a bucket's needles are searched, the next
     bucket's lines are prefetched, a share with each chunk, so that its
     searches find them in cache. `answers` is w.answers, at the answers' C
-    type."""
+    type. In interp mode (interp.fp set) each chunk's answers are turned
+    into their values (interp_values, float keys of the answers' width),
+    while the bucket's lines are in cache, and those are put in place."""
     cdef Py_ssize_t first = first_bucket(w, w.m * run // w.slices)
     cdef Py_ssize_t stop = (w.slice[0].count if run == w.slices - 1
                             else first_bucket(w, w.m * (run + 1) // w.slices))
@@ -421,7 +425,14 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
                 size = min(<Py_ssize_t>SEARCH_CHUNK, end - j)
                 done += size
                 prefetch_share(span, done, total)
-                table_kernel(a, na, n, keys + j, size, chunk, t, side)
+                table_kernel(a, na, n, keys + j, size, chunk, t, side,
+                             <const char*>interp.fp - <const char*>a if interp.fp != NULL
+                             else 0)
+                if interp.fp != NULL:
+                    if key_t is float and idx_t is int32_t:
+                        interp_values(interp, a, n, keys + j, size, chunk, <float*>chunk)
+                    elif key_t is double and idx_t is int64_t:
+                        interp_values(interp, a, n, keys + j, size, chunk, <double*>chunk)
                 if w.answer_stride == sizeof(idx_t):
                     memcpy(&answers[j], chunk, size * sizeof(idx_t))
                 else:

@@ -197,7 +197,8 @@ cdef inline void next_row(const Shape* shape, RowCursor* cursor) noexcept nogil:
 cdef void advise_output_pages(XLA_FFI_Buffer* out) noexcept nogil:
     """Asks for 2 MiB pages under a large output, before it is first written
     (huge_pages.pxd): XLA's CPU buffers come on 4 KiB pages."""
-    cdef size_t nbytes = (4 if out.dtype == XLA_FFI_DataType_S32 else 8)
+    cdef size_t nbytes = (4 if out.dtype == XLA_FFI_DataType_S32
+                          or out.dtype == XLA_FFI_DataType_F32 else 8)
     cdef int64_t d
     for d in range(out.rank):
         nbytes *= <size_t>out.dims[d]

@@ -46,6 +46,13 @@
 # (all slices' needles in them), 3 puts a slice's answers in place; a
 # checked call's phase 0 then checks the needles' order too, so that sorted
 # needles keep the merge's many parts (plan_buckets).
+# In interp mode (a second handler, interp_search_handler, at the end of
+# this file) a third buffer fp comes with one row a (xp) and one of needles
+# v (x), and each answer becomes jnp.interp's value in the output, of a's
+# float dtype (interp_values.pxd): those the bin table finds, a chunk of
+# needles at a time, while the chunk's lines of `a` are in cache (fp's
+# prefetched with them); those found by buckets, a chunk of a bucket at a
+# time; the others, after their slice.
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -70,6 +77,7 @@ from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bu
                             partition_slice, search_bucket_run, place_slice, slice_start,
                             buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
+from interp_values cimport InterpValues, cpu_fuses_madd, interp_values
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -116,6 +124,16 @@ cdef enum:
     # across rows 0.45-0.6x (docs/performance.md, Shapes). The built-in
     # value of the call's `short_rows` (CpuConfig.short_row_needles).
     SHORT_ROW_LIMIT = 64
+    # Interp mode: needles in any order searched by the bin table, then
+    # turned into values, at a time (answers_to_values), while their lines
+    # of `a` are in cache.
+    INTERP_CHUNK = 1024
+
+# What a search of a slice leaves in `out` (search_slice).
+cdef enum:
+    ANSWERS_NONE = 0        # nothing: its needles were partitioned into buckets
+    ANSWERS_INDICES = 1     # their answers
+    ANSWERS_VALUES = 2      # interp mode: their values
 
 # The key dtypes the kernels take (run_part gives each its C type).
 cdef enum:
@@ -153,6 +171,8 @@ cdef struct SearchAttrs:
     int32_t short_rows
     int32_t table_check
     int32_t threads
+    int32_t clamp_left      # interp mode's
+    int32_t clamp_right
 
 
 cdef struct SearchJob:
@@ -190,6 +210,7 @@ cdef struct SearchJob:
     int kernel
     int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
     int32_t count_keys              # the attribute (COUNT_KEYS)
+    InterpValues interp             # interp mode (interp_values.pxd): fp NULL where not
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -275,19 +296,22 @@ cdef long wait_while(long* state, long value) noexcept nogil:
     return now
 
 
-cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                             idx_t* out, const SearchJob* job, int64_t a_row, long piece,
-                             Py_ssize_t descent_count, const side_t* side) noexcept nogil:
+cdef int search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+                            idx_t* out, const SearchJob* job, int64_t a_row, long piece,
+                            Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """Needles in any order (slice `piece` of the row's), in a row of `a`
     sorted but for the descents listed: counted in a short row; else by its
     bin table where there is one (with buckets, only partitioned here: the
     later phases search and place them), else by the lower-bound search, or
-    jnp's probes where there are descents."""
+    jnp's probes where there are descents. What `out` holds (ANSWERS_*): in
+    interp mode, the table's answers become values a chunk at a time, while
+    their lines of `a` are in cache."""
     cdef Py_ssize_t na
     cdef const BinTable* table
+    cdef Py_ssize_t j, chunk
     if n <= job.count_keys and descent_count == 0:
         count_kernel(a, n, v, m, out, side)
-        return
+        return ANSWERS_INDICES
     na = non_nan_prefix(a, n)
     table = row_table(job, a_row, a, na, descent_count)
     if table != NULL:
@@ -296,28 +320,39 @@ cdef void search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ss
         # parts' plain fields (the job is on the heap).
         if job.buckets and partition_slice(<BucketJob*>&job.bucket_job, piece, table, v, m):
             fetch_add(<long*>&job.bucket_job.partitioned, 1)
-        else:
+            return ANSWERS_NONE
+        if job.interp.fp == NULL:
             table_kernel(a, na, n, v, m, out, table, side)
+            return ANSWERS_INDICES
+        j = 0
+        while j < m:
+            chunk = min(<Py_ssize_t>INTERP_CHUNK, m - j)
+            table_kernel(a, na, n, v + j, chunk, out + j, table, side,
+                         <const char*>job.interp.fp - <const char*>a)
+            answers_to_values(job, a, v + j, chunk, out + j)
+            j += chunk
+        return ANSWERS_VALUES
     elif descent_count == 0:
         lower_bound_kernel(a, n, v, m, out, side)
     else:
         bisect_kernel(a, n, v, m, out, side)
+    return ANSWERS_INDICES
 
 
-cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
+cdef int search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                        idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
                        long piece, Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`, known sorted (or
     sorted but for the descents listed) or not. Each part checks its own
     needles (unless phase 0 did), so parts of one row may take different
-    kernels."""
+    kernels. What `out` holds (ANSWERS_*)."""
     # jnp's probes answer any needles in any `a`, so they need no check.
     if not a_sorted:
         bisect_kernel(a, n, v, m, out, side)
     # With buckets every slice is partitioned, sorted or not (phase 0 found
     # the needles out of order, or they were not promised).
     elif job.kernel == KERNEL_BISECT or job.order == ORDER_ANY or job.buckets:
-        search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
+        return search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
     # Needles that phase 0 found sorted need no check of their own.
     elif job.order == ORDER_SORTED or (needles_found_sorted(job) and descent_count == 0):
         search_sorted(a, n, v, m, out, job.kernel, job, a_row, 0, side, <const Trusted*>NULL)
@@ -325,7 +360,8 @@ cdef void search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t 
     elif ((descent_count > 0 and job.kernel == KERNEL_RUNS)
           or not search_sorted(a, n, v, m, out, job.kernel, job, a_row, descent_count, side,
                                <const Checked*>NULL)):
-        search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
+        return search_any_needles(a, n, v, m, out, job, a_row, piece, descent_count, side)
+    return ANSWERS_INDICES
 
 
 cdef bint list_descents(const SearchJob* job, long row, const key_t* a, int64_t lo,
@@ -433,6 +469,7 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
     cdef int64_t lo = job.shape.m * piece // job.slices
     cdef int64_t hi = job.shape.m * (piece + 1) // job.slices
     cdef bint a_sorted
+    cdef int answers
     cdef Py_ssize_t descent_count = 0
     row_offsets(&job.shape, row, &a_off, &v_off)
     # a_off // n is the row of `a` (its rows are contiguous, n keys each).
@@ -447,11 +484,27 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
     v += v_off + lo
     out += row * job.shape.m + lo
     if job.right:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
-                     descent_count, <const RightSide*>NULL)
+        answers = search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
+                               descent_count, <const RightSide*>NULL)
     else:
-        search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
-                     descent_count, <const LeftSide*>NULL)
+        answers = search_slice(a, job.shape.n, v, hi - lo, out, job, a_sorted, a_row, piece,
+                               descent_count, <const LeftSide*>NULL)
+    # In interp mode, the answers of a slice searched in order (or in a row
+    # in cache) become values after it, while its lines of `a` are in cache;
+    # a slice partitioned, by bucket in phase 2.
+    if job.interp.fp != NULL and answers == ANSWERS_INDICES:
+        answers_to_values(job, a, v, hi - lo, out)
+
+
+cdef void answers_to_values(const SearchJob* job, const key_t* a, const key_t* v, int64_t m,
+                            idx_t* out) noexcept nogil:
+    """Interp mode: out[0:m], the answers of needles v[0:m] in the row a,
+    turned into their values in place (interp_values), where the keys are
+    floats of the answers' width, as the mode's output is."""
+    if key_t is float and idx_t is int32_t:
+        interp_values(&job.interp, a, job.shape.n, v, m, out, <float*>out)
+    elif key_t is double and idx_t is int64_t:
+        interp_values(&job.interp, a, job.shape.n, v, m, out, <double*>out)
 
 
 cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const key_t* v,
@@ -500,10 +553,10 @@ cdef void run_buckets(const SearchJob* job, long run, const key_t* a,
     na = non_nan_prefix(a, job.shape.n)
     if job.right:
         search_bucket_run(a, na, job.shape.n, &job.bucket_job, run, table, answers,
-                          <const RightSide*>NULL)
+                          <const RightSide*>NULL, &job.interp)
     else:
         search_bucket_run(a, na, job.shape.n, &job.bucket_job, run, table, answers,
-                          <const LeftSide*>NULL)
+                          <const LeftSide*>NULL, &job.interp)
 
 
 cdef void place_bucket_slice(const SearchJob* job, long piece, idx_t* out) noexcept nogil:
@@ -519,6 +572,13 @@ cdef bint all_partitioned(const SearchJob* job) noexcept nogil:
     return atomic_load(<long*>&job.bucket_job.partitioned) == job.bucket_job.slices
 
 
+cdef bint narrow_answers(const SearchJob* job) noexcept nogil:
+    """Whether the answers are int32 (else int64): an int32 output, or in
+    interp mode a float32 one, whose values replace the answers in place."""
+    cdef XLA_FFI_DataType dtype = job.shape.out_buf.dtype
+    return dtype == XLA_FFI_DataType_S32 or dtype == XLA_FFI_DataType_F32
+
+
 cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
                   const key_t* v) noexcept nogil:
     # Phase 0's last v_check_slices parts check the needles (plan_buckets).
@@ -526,19 +586,19 @@ cdef void run_key(const SearchJob* job, int phase, long part, const key_t* a,
         check_needles_part(job, part - (job.parts[0] - job.v_check_slices), v)
     elif phase == 0:
         check_part(job, part, a)
-    elif phase == 2 and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+    elif phase == 2 and narrow_answers(job):
         run_buckets(job, part, a, <int32_t*>job.bucket_job.answers)
     elif phase == 2:
         run_buckets(job, part, a, <int64_t*>job.bucket_job.answers)
-    elif phase == 3 and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+    elif phase == 3 and narrow_answers(job):
         place_bucket_slice(job, part, <int32_t*>job.shape.out_buf.data)
     elif phase == 3:
         place_bucket_slice(job, part, <int64_t*>job.shape.out_buf.data)
-    elif job.rows_per_part and job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+    elif job.rows_per_part and narrow_answers(job):
         run_short_rows(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     elif job.rows_per_part:
         run_short_rows(job, part, a, v, <int64_t*>job.shape.out_buf.data)
-    elif job.shape.out_buf.dtype == XLA_FFI_DataType_S32:
+    elif narrow_answers(job):
         run_typed(job, part, a, v, <int32_t*>job.shape.out_buf.data)
     else:
         run_typed(job, part, a, v, <int64_t*>job.shape.out_buf.data)
@@ -577,7 +637,7 @@ cdef void use_buckets(SearchJob* job) noexcept nogil:
     per thread in each of phases 1 to 3, where their scratch is to be had
     (else as without buckets)."""
     cdef long slices = min(job.slices, job.bucket_slices)
-    cdef size_t answer_size = 4 if job.shape.out_buf.dtype == XLA_FFI_DataType_S32 else 8
+    cdef size_t answer_size = 4 if narrow_answers(job) else 8
     if not begin_bucket_job(&job.bucket_job, job.shape.n, job.shape.m, slices,
                             key_bytes(job.shape.a_buf.dtype), answer_size):
         return
@@ -800,9 +860,10 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
 
 
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
-                                   char* message_buf) noexcept nogil:
-    """The attributes the top of this file lists, into `attrs`."""
-    cdef Attr table[10]
+                                   bint interp, char* message_buf) noexcept nogil:
+    """The attributes the top of this file lists, into `attrs`, and in
+    interp mode `clamp_left` and `clamp_right` too."""
+    cdef Attr table[12]
     attrs.table_check = TABLE_CHECK_BUILT_IN
     attrs.bucket_density = 16 * BUCKET_DENSITY
     attrs.count_keys = COUNT_KEYS
@@ -816,17 +877,30 @@ cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* att
                 any_int32(b"right", &attrs.right),
                 Attr(b"short_rows", &attrs.short_rows, 0, INT32_MAX, True),
                 Attr(b"table_check", &attrs.table_check, TABLE_CHECK_BUILT_IN, INT32_MAX, True),
-                int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS)]
-    return read_attrs(cf, table, sizeof(table) // sizeof(Attr), message_buf)
+                int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS),
+                int32_in(b"clamp_left", &attrs.clamp_left, 0, 1),
+                int32_in(b"clamp_right", &attrs.clamp_right, 0, 1)]
+    return read_attrs(cf, table, 12 if interp else 10, message_buf)
 
 
 cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noexcept nogil:
-    """Runs a searchsorted call: its plan, then its parts on this thread and
-    the pool's, until every claimed part is done; an error message or NULL."""
+    return run_search(cf, False, message_buf)
+
+
+cdef const char* interp_search_call(const XLA_FFI_CallFrame* cf,
+                                    char* message_buf) noexcept nogil:
+    return run_search(cf, True, message_buf)
+
+
+cdef const char* run_search(const XLA_FFI_CallFrame* cf, bint interp,
+                            char* message_buf) noexcept nogil:
+    """Runs a searchsorted call (in interp mode where `interp`): its plan,
+    then its parts on this thread and the pool's, until every claimed part
+    is done; an error message or NULL."""
     cdef SearchAttrs attrs
     cdef SearchJob* job
     cdef int phase
-    cdef const char* message = read_search_attrs(cf, &attrs, message_buf)
+    cdef const char* message = read_search_attrs(cf, &attrs, interp, message_buf)
     if message != NULL:
         return message
     job = <SearchJob*>new_job(sizeof(SearchJob), search_work, free_search_job)
@@ -834,6 +908,10 @@ cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noe
         return b"jaxsearch: out of memory"
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     job.table_check, job.count_keys = attrs.table_check, attrs.count_keys
+    if interp:
+        job.interp.fp = (<const XLA_FFI_Buffer*>cf.args.args[2]).data
+        job.interp.clamp_left, job.interp.clamp_right = attrs.clamp_left, attrs.clamp_right
+        job.interp.fused = cpu_fuses_madd()
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
                           attrs.bucket_density, attrs.short_rows)
     if message != NULL:
@@ -854,3 +932,46 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
     return handle(cf, KEY_DTYPES, KEY_DTYPE_COUNT,
                   b"jaxsearch: a and v need one supported key dtype; the output int32 or int64",
                   check_operands, search_call)
+
+
+# Interp mode (interp_values.pxd): jnp.interp(v, a, fp) where `right` is 1,
+# as one search whose answers become values. Three buffers a (n,), v (m,)
+# and fp (n,) of one float dtype, n >= 1; one result (m,) of that dtype;
+# the search's attributes, and `clamp_left` and `clamp_right` (0 or 1).
+cdef NamedDtype INTERP_DTYPES[2]
+INTERP_DTYPES[:] = [NamedDtype(XLA_FFI_DataType_F32, b"float32"),
+                    NamedDtype(XLA_FFI_DataType_F64, b"float64")]
+
+
+cdef const char* check_interp_operands(const XLA_FFI_CallFrame* cf, const NamedDtype* dtypes,
+                                       int count, const char* dtype_error) noexcept nogil:
+    """Buffers a (n,), v (m,), fp (n,) of one dtype of `dtypes` (else
+    `dtype_error`), n >= 1, and a result (m,) of that dtype."""
+    cdef const XLA_FFI_Buffer* buf[4]
+    cdef int k
+    if cf.args.size != 3 or cf.rets.size != 1:
+        return b"jaxsearch: interp takes a, v and fp and gives one result"
+    for k in range(3):
+        if cf.args.types[k] != XLA_FFI_ArgType_BUFFER:
+            return b"jaxsearch: operands and result must be buffers"
+        buf[k] = <const XLA_FFI_Buffer*>cf.args.args[k]
+    if cf.rets.types[0] != XLA_FFI_RetType_BUFFER:
+        return b"jaxsearch: operands and result must be buffers"
+    buf[3] = <const XLA_FFI_Buffer*>cf.rets.rets[0]
+    if not dtype_in(buf[0].dtype, dtypes, count):
+        return dtype_error
+    for k in range(1, 4):
+        if buf[k].dtype != buf[0].dtype:
+            return dtype_error
+    for k in range(4):
+        if buf[k].rank != 1:
+            return b"jaxsearch: interp takes a (n,), v (m,), fp (n,) and gives (m,)"
+    if buf[0].dims[0] < 1 or buf[2].dims[0] != buf[0].dims[0] or buf[3].dims[0] != buf[1].dims[0]:
+        return b"jaxsearch: interp takes a (n,), v (m,), fp (n,) and gives (m,)"
+    return NULL
+
+
+cdef XLA_FFI_Error* interp_search_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
+    return handle(cf, INTERP_DTYPES, 2,
+                  b"jaxsearch: interp's a, v, fp and output need one dtype, float32 or float64",
+                  check_interp_operands, interp_search_call)

@@ -109,6 +109,29 @@ def searchsorted(
                              portable=serving.for_patch())
 
 
+def search_params(n: int, m: int, dtype, *, side: str, order: str,
+                  cpu_override: tuning.CpuConfig | None, implementation: str | None = None,
+                  portable: bool = False) -> dict:
+    """`primitive.bind_search`'s parameters (but `needle_ndim`) for m needles
+    in n keys of `dtype`, one of the kernels' (`KEY_DTYPES`).
+
+    The CPU's choices are parameters of the primitive whatever the platform
+    (other platforms' lowerings ignore them): use_cpu_config's override is
+    known only in the calling thread at trace time, and as parameters they
+    key jit's caches, so a call never runs with another thread's."""
+    cpu_config, _ = tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
+    return dict(side=side, order=order, out_dtype=index_dtype(n),
+                cpu_kernel=tuning.choose_cpu_kernel(n, m, cpu_config),
+                cpu_threads=cpu_config.max_threads(cpu.available_cores()),
+                cpu_min_parallel=cpu_config.min_parallel,
+                cpu_bucket_min_bytes=cpu_config.bucket_min_bytes,
+                cpu_table_check_ratio=cpu_config.table_check_ratio,
+                cpu_bucket_keys_per_needle=cpu_config.bucket_keys_per_needle,
+                cpu_count_keys=cpu_config.count_keys,
+                cpu_short_row_needles=cpu_config.short_row_needles,
+                implementation=implementation, portable=portable)
+
+
 def default_implementation(n: int, m: int, dtype) -> str:
     """The implementation ``searchsorted(a, v)`` runs by default here (on the
     default backend) for n keys and m needles of `dtype`: "cython", a GPU
@@ -143,27 +166,14 @@ def _promote_and_bind(a, v, sorter, *, side: str, order: str, implementation: st
     out_dtype = index_dtype(n)
     if v.size == 0 or n == 0:
         return jnp.zeros_like(v, dtype=out_dtype)
-    m = v.size
-    # The CPU's choices are parameters of the primitive whatever the platform
-    # (other platforms' lowerings ignore them): use_cpu_config's override is
-    # known only here, in the calling thread at trace time, and as parameters
-    # they key jit's caches, so a call never runs with another thread's.
-    cpu_config, _ = tuning.resolve_cpu_config(n, m, dtype, override=cpu_override)
     # On v's own shape, all of it needle dimensions: flattening a sharded v
     # here would move data between devices (the primitive flattens each
     # device's piece). A GPU implementation asked for by name goes through
     # the primitive too, so that the platform being lowered for, not the
     # default backend, decides between its real kernels and its interpreter.
     out = primitive.bind_search(
-        a, v, side=side, order=order, out_dtype=out_dtype, needle_ndim=v.ndim,
-        cpu_kernel=tuning.choose_cpu_kernel(n, m, cpu_config),
-        cpu_threads=cpu_config.max_threads(cpu.available_cores()),
-        cpu_min_parallel=cpu_config.min_parallel,
-        cpu_bucket_min_bytes=cpu_config.bucket_min_bytes,
-        cpu_table_check_ratio=cpu_config.table_check_ratio,
-        cpu_bucket_keys_per_needle=cpu_config.bucket_keys_per_needle,
-        cpu_count_keys=cpu_config.count_keys,
-        cpu_short_row_needles=cpu_config.short_row_needles,
-        implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
-        portable=portable)
+        a, v, needle_ndim=v.ndim, **search_params(
+            n, v.size, dtype, side=side, order=order, cpu_override=cpu_override,
+            implementation=implementation if implementation in GPU_IMPLEMENTATIONS else None,
+            portable=portable))
     return out.reshape(v.shape)

@@ -21,6 +21,7 @@ TARGET_NAME = "jaxsearch_searchsorted_cpu"
 CUMSUM_TARGET_NAME = "jaxsearch_searchsorted_cumsum_cpu"
 HISTOGRAM_TARGET_NAME = "jaxsearch_histogram_cpu"
 SORT_TARGET_NAME = "jaxsearch_sort_keys_cpu"
+INTERP_TARGET_NAME = "jaxsearch_interp_cpu"
 
 # Which build of the extension serves the CPU: "auto" (the x86-64-v3 build
 # where the CPU runs it, else the baseline), "x86-64-v3" (where the CPU runs
@@ -80,6 +81,8 @@ else:
         jax.ffi.register_ffi_target(HISTOGRAM_TARGET_NAME, _ext.histogram_handler_capsule(),
                                     platform="cpu")
         jax.ffi.register_ffi_target(SORT_TARGET_NAME, _ext.sort_handler_capsule(),
+                                    platform="cpu")
+        jax.ffi.register_ffi_target(INTERP_TARGET_NAME, _ext.interp_handler_capsule(),
                                     platform="cpu")
     except Exception as exc:  # never let registration take JAX down
         UNAVAILABLE_REASON = f"registering the XLA FFI target failed ({exc})"
@@ -150,17 +153,60 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
     Returns:
       The insertion indices, shape broadcast(a.shape[:-1], v.shape[:-1]) + (m,).
     """
-    return _call(TARGET_NAME, a, v, out_dtype,
-                 bucket_density=_sixteenths(bucket_keys_per_needle),
-                 bucket_min_bytes=_int32_attribute(bucket_min_bytes),
-                 count_keys=_int32_attribute(count_keys),
-                 short_rows=_int32_attribute(short_row_needles),
-                 table_check=_table_check_attribute(table_check_ratio),
-                 right=np.int32(side == "right"),
-                 order=np.int32(ORDER_NAMES[order]),
-                 kernel=np.int32(KERNEL_NAMES[kernel]),
-                 threads=np.int32(threads),
-                 min_parallel=_int32_attribute(min_parallel))
+    return _call(TARGET_NAME, a, v, out_dtype, **_search_attributes(
+        side=side, order=order, kernel=kernel, threads=threads, min_parallel=min_parallel,
+        bucket_min_bytes=bucket_min_bytes, table_check_ratio=table_check_ratio,
+        bucket_keys_per_needle=bucket_keys_per_needle, count_keys=count_keys,
+        short_row_needles=short_row_needles))
+
+
+def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: bool,
+                  clamp_right: bool, **search_args) -> jax.Array:
+    """jnp.interp(x, xp, fp) with jnp's default `left` and `right` where
+    asked, else the end segments' lines: one `search` of `x` in `xp` on the
+    right side whose answers become the values, each while its segment's
+    keys are in cache, as an XLA custom call. The values have the bits of
+    jnp's formula as XLA compiles it on this CPU (its multiply-add fused
+    where the CPU has FMA).
+
+    Args:
+      xp: 1-D keys, float32 or float64, n >= 1 of them (fewer than 2**31 for
+        float32); any order, as `search` takes them.
+      x: 1-D needles of xp's dtype.
+      fp: the values at `xp`, its dtype and shape.
+      clamp_left: x below xp[0] takes fp[0], where True.
+      clamp_right: x above xp[-1] takes fp[-1], where True (after the left
+        side, as jnp fills them).
+      **search_args: `search`'s keyword arguments but `side` and `out_dtype`.
+
+    Returns:
+      The values, x's shape and dtype.
+    """
+    if not AVAILABLE:
+        raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
+    call = jax.ffi.ffi_call(INTERP_TARGET_NAME, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    return call(xp, x, fp, clamp_left=np.int32(clamp_left), clamp_right=np.int32(clamp_right),
+                **_search_attributes(side="right", **search_args))
+
+
+def _search_attributes(*, side: str, order: str, kernel: str, threads: int,
+                       min_parallel: int, bucket_min_bytes: int = CpuConfig.bucket_min_bytes,
+                       table_check_ratio: float | None = CpuConfig.table_check_ratio,
+                       bucket_keys_per_needle: float = CpuConfig.bucket_keys_per_needle,
+                       count_keys: int = CpuConfig.count_keys,
+                       short_row_needles: int = CpuConfig.short_row_needles
+                       ) -> dict[str, np.int32]:
+    """The search handler's attributes for `search`'s arguments."""
+    return dict(bucket_density=_sixteenths(bucket_keys_per_needle),
+                bucket_min_bytes=_int32_attribute(bucket_min_bytes),
+                count_keys=_int32_attribute(count_keys),
+                short_rows=_int32_attribute(short_row_needles),
+                table_check=_table_check_attribute(table_check_ratio),
+                right=np.int32(side == "right"),
+                order=np.int32(ORDER_NAMES[order]),
+                kernel=np.int32(KERNEL_NAMES[kernel]),
+                threads=np.int32(threads),
+                min_parallel=_int32_attribute(min_parallel))
 
 
 def planned_threads(m: int, *, threads: int, min_parallel: int, rows: int = 1,

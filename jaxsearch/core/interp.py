@@ -1,18 +1,26 @@
 """interp: jnp.interp's piecewise-linear interpolation, with the segments
-found by jaxsearch's searchsorted."""
+found by jaxsearch's searchsorted: on CPU one search whose answers become
+the values (the primitive `interp_p`), elsewhere the search, then jnp's
+formula."""
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
-from . import serving
+from .. import tuning
+from ..keys import index_dtype
+from . import api, cpu, jax_private, originals, partitioning, primitive, rows, serving
 from .api import searchsorted
-from .checks import check_arraylike, promote_inexact
+from .checks import check_arraylike, check_side_and_order, promote_inexact
+from .implementations import CYTHON
 from .order import check_order_flag
 
 EXTRAPOLATE = "extrapolate"
@@ -34,10 +42,14 @@ def interp(
 
     Returns what ``jnp.interp(x, xp, fp, left, right, period)`` returns: the
     same dtype and shape (``x.shape``), and the same values, computed with
-    jnp's formula in the same order of operations, so with the same bits
-    wherever XLA compiles the arithmetic alike (it may contract a
-    multiply-add of one program into an FMA and not of the other: seen for
-    an integer `fp`, a difference in the last bit).
+    jnp's formula in the same order of operations, so with the same bits.
+    On CPU, where `x`, `xp` and `fp` share a float32 or float64 dtype, one
+    search turns each answer into its value while the segment is in cache,
+    its multiply-add fused into an FMA where XLA's code fuses it (where the
+    CPU has FMA); elsewhere XLA compiles jnp's formula, and may contract a
+    multiply-add of one program into an FMA and not of the other (seen on
+    CPU for an integer `fp` when the formula was compiled there too: a
+    difference in the last bit).
 
     Args:
       x: where to evaluate, any shape; real.
@@ -116,16 +128,63 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
         xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
 
-    n = xp.shape[0]
-    if n == 0:
+    if xp.shape[0] == 0:
         # What jnp's gathers raise: an IndexError for a scalar x.
         error = IndexError if x.ndim == 0 else TypeError
         raise error("interp: xp and fp are empty; there is nothing to interpolate from")
-    # The segment [lo, hi] around each x: hi = clip(index, 1, n - 1) as in
-    # jnp, whose fp[hi - 1] is fp[0] too when n == 1 (hi = 0, index -1 wraps).
-    # Both are in bounds, so the gathers skip jnp's negative-index and bounds
-    # handling (a fifth of the time after the search at 1e7).
-    hi = jnp.clip(searchsorted(xp, x, "right", sorted_v=order), 1, n - 1)
+    edges = period is None
+    # fp[0] and fp[-1] for the sides beyond xp in the formula's pass; a
+    # value given for a side, after it. jnp fills the left side first (the
+    # right one wins where both apply, as for an xp out of order), so the
+    # pass fills the right one only where the left one is not filled after.
+    clamp_left = edges and left_edge == "fp"
+    clamp_right = edges and right_edge == "fp" and left_edge != "value"
+    f = _values(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right, order=order)
+    if edges and left_edge == "value":
+        f = jnp.where(x < xp[0], left, f)
+    if edges and right_edge != "extrapolate" and not clamp_right:
+        f = jnp.where(x > xp[-1], fp[-1] if right_edge == "fp" else right, f)
+    return f
+
+
+def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | None):
+    """jnp's formula at x, on the segments of xp that jaxsearch's search
+    finds (fp[0] below xp[0] and fp[-1] above xp[-1] where asked): fused
+    into one search where its CPU kernels take the call, else searched,
+    then computed as jnp computes it."""
+    search_order = check_side_and_order("right", order)
+    n = xp.shape[0]
+    if (cpu.AVAILABLE and x.size and x.dtype == xp.dtype == fp.dtype
+            and x.dtype in (jnp.float32, jnp.float64) and index_dtype(n) == np.int32
+            and not partitioning.may_partition()):
+        search = api.search_params(n, x.size, x.dtype, side="right", order=search_order,
+                                   cpu_override=tuning.cpu_config_override(),
+                                   portable=serving.for_patch())
+        return interp_p.bind(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
+                             search=tuple(sorted(search.items())))
+    index = searchsorted(xp, x, "right", sorted_v=order)
+    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
+
+
+# ------------------------------------------------------------ interp_p
+
+# The search of x in xp and jnp's formula on its segments, as one primitive:
+# on cpu, one call of the Cython search in interp mode; elsewhere, under
+# vmap and under differentiation, the search primitive, then the formula.
+# Bound for x, xp and fp of one float32 or float64 dtype; its `search`
+# holds the search primitive's parameters (api.search_params), as items.
+interp_p = Primitive("jaxsearch_interp")
+
+
+def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
+    """jnp.interp's values from index = searchsorted(xp, x, 'right'),
+    computed as jnp computes them: its gathers and its formula, in its
+    order of operations."""
+    n = xp.shape[0]
+    # hi = clip(index, 1, n - 1) as in jnp, whose fp[hi - 1] is fp[0] too
+    # when n == 1 (hi = 0, index -1 wraps). Both are in bounds, so the
+    # gathers skip jnp's negative-index and bounds handling.
+    hi = jnp.clip(index, 1, n - 1)
     lo = jnp.maximum(hi - 1, 0)
     xp_lo, xp_hi, fp_lo, fp_hi = (t.at[k].get(mode="promise_in_bounds")
                                   for t in (xp, fp) for k in (lo, hi))
@@ -137,10 +196,76 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
     epsilon = np.spacing(np.finfo(xp.dtype).eps)
     step = lax.abs(dx) <= epsilon
     f = jnp.where(step, fp_lo, fp_lo + (delta / jnp.where(step, 1, dx)) * df)
-
-    if period is None:
-        if left_edge != "extrapolate":
-            f = jnp.where(x < xp[0], fp[0] if left_edge == "fp" else left, f)
-        if right_edge != "extrapolate":
-            f = jnp.where(x > xp[-1], fp[-1] if right_edge == "fp" else right, f)
+    if clamp_left:
+        f = jnp.where(x < xp[0], fp[0], f)
+    if clamp_right:
+        f = jnp.where(x > xp[-1], fp[-1], f)
     return f
+
+
+def _searched(x, xp, fp, *, clamp_left, clamp_right, search, jnp_search=False):
+    """interp_p's values by the search primitive (or jnp's search), then the
+    formula."""
+    params = dict(search)
+    if jnp_search:
+        index = originals.searchsorted(xp, x, side="right")
+    else:
+        index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, **params)
+    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
+
+
+def _interp_abstract_eval(x, xp, fp, **_):
+    return jax_private.varying_as(jax.core.ShapedArray(x.shape, x.dtype), x, xp, fp)
+
+
+def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search):
+    params = dict(search)
+    if rows.implementation_for("cpu", xp.shape[0], x.size, x.dtype) != CYTHON:
+        return _searched(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
+                         search=search)
+    f = cpu.search_interp(
+        xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
+        order=params["order"], kernel=params["cpu_kernel"], threads=params["cpu_threads"],
+        min_parallel=params["cpu_min_parallel"],
+        bucket_min_bytes=params["cpu_bucket_min_bytes"],
+        table_check_ratio=params["cpu_table_check_ratio"],
+        bucket_keys_per_needle=params["cpu_bucket_keys_per_needle"],
+        count_keys=params["cpu_count_keys"], short_row_needles=params["cpu_short_row_needles"])
+    return f.reshape(x.shape)
+
+
+def _export_interp(x, xp, fp, **params):
+    return _searched(x, xp, fp, **params, jnp_search=True)
+
+
+def _batch_interp(args, dims, **params):
+    in_axes = tuple(None if d is None else 0 for d in dims)
+    args = tuple(a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims))
+    return jax.vmap(functools.partial(_searched, **params), in_axes)(*args), 0
+
+
+def _interp_jvp(primals, tangents, **params):
+    """The searched values' derivative, and those values: the same as the
+    fused ones."""
+    tangents = tuple(ad.instantiate_zeros(t) for t in tangents)
+    return jax.jvp(functools.partial(_searched, **params), primals, tangents)
+
+
+interp_p.def_impl(functools.partial(jax_private.apply_primitive, interp_p))
+interp_p.def_abstract_eval(_interp_abstract_eval)
+batching.primitive_batchers[interp_p] = _batch_interp
+ad.primitive_jvps[interp_p] = _interp_jvp
+
+
+def _lowering(fn):
+    def lower(ctx, *args, search, **params):
+        if dict(search).get("portable") and jax_private.lowers_for_export(ctx):
+            return mlir.lower_fun(_export_interp, multiple_results=False)(
+                ctx, *args, search=search, **params)
+        return mlir.lower_fun(fn, multiple_results=False)(ctx, *args, search=search, **params)
+    return lower
+
+
+mlir.register_lowering(interp_p, _lowering(_searched))
+if cpu.AVAILABLE:
+    mlir.register_lowering(interp_p, _lowering(_cpu_interp), platform="cpu")

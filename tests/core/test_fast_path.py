@@ -119,7 +119,10 @@ def test_interp_runs_the_cpu_kernel(sorted_x, period):
 
     # With a period, x is wrapped and its order checked (False stays False).
     order = ORDER[sorted_x] if period is None else ("any" if sorted_x is False else "check")
-    assert_cpu_kernel(f, V, A, A ** 2, order=order)
+    # One call, the search in interp mode, and no gather of jnp's formula.
+    s = assert_cpu_kernel(f, V, A, A ** 2, target=cpu.INTERP_TARGET_NAME, order=order)
+    assert s.targets == {cpu.INTERP_TARGET_NAME}, s
+    assert "gather" not in s.text, s
     np.testing.assert_allclose(f(V, A, A ** 2), jnp.interp(V, A, A ** 2, period=period),
                                rtol=1e-6)
 

@@ -38,7 +38,7 @@ from jaxsearch.core import cpu
 from jaxsearch.pallas_kernels import BACKENDS
 
 OURS = frozenset({cpu.TARGET_NAME, cpu.CUMSUM_TARGET_NAME, cpu.HISTOGRAM_TARGET_NAME,
-                  cpu.SORT_TARGET_NAME})
+                  cpu.SORT_TARGET_NAME, cpu.INTERP_TARGET_NAME})
 KERNEL_OF = {number: name for name, number in KERNEL_NAMES.items()}
 ORDER_OF = {number: name for name, number in ORDER_NAMES.items()}
 # A custom call and its attributes, on one line of StableHLO text.
@@ -106,7 +106,7 @@ def served(f, *args, platform: str | None = None) -> Served:
     calls = set()
     for match in _CALL.finditer(text):
         target, line = match.group(1), match.group(0)
-        if target == cpu.TARGET_NAME:
+        if target in (cpu.TARGET_NAME, cpu.INTERP_TARGET_NAME):
             calls.add(Call(target, KERNEL_OF[_attribute(line, "kernel")],
                            ORDER_OF[_attribute(line, "order")]))
         elif target == cpu.CUMSUM_TARGET_NAME:
