@@ -340,8 +340,8 @@ cdef int search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssi
 
 
 cdef int search_slice(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
-                       idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
-                       long piece, Py_ssize_t descent_count, const side_t* side) noexcept nogil:
+                      idx_t* out, const SearchJob* job, bint a_sorted, int64_t a_row,
+                      long piece, Py_ssize_t descent_count, const side_t* side) noexcept nogil:
     """One part: m needles against a whole row of `a`, known sorted (or
     sorted but for the descents listed) or not. Each part checks its own
     needles (unless phase 0 did), so parts of one row may take different
