@@ -397,7 +397,7 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
     over them may not. While a bucket's needles are searched, the next
     bucket's lines are prefetched, a share with each chunk, so that its
     searches find them in cache. `answers` is w.answers, at the answers' C
-    type. In interp mode (interp.active) each chunk's answers are turned
+    type. In interp mode (interp.fp set) each chunk's answers are turned
     into their values (interp_values, float keys of the answers' width),
     while the bucket's lines are in cache, and those are put in place."""
     cdef Py_ssize_t first = first_bucket(w, w.m * run // w.slices)
@@ -426,8 +426,9 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
                 done += size
                 prefetch_share(span, done, total)
                 table_kernel(a, na, n, keys + j, size, chunk, t, side,
-                             interp.shadow if interp.active else 0)
-                if interp.active:
+                             <const char*>interp.fp - <const char*>a if interp.fp != NULL
+                             else 0)
+                if interp.fp != NULL:
                     if key_t is float and idx_t is int32_t:
                         interp_values(interp, a, n, keys + j, size, chunk, <float*>chunk)
                     elif key_t is double and idx_t is int64_t:

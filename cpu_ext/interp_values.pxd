@@ -89,10 +89,9 @@ cdef enum:
 
 
 cdef struct InterpValues:
-    # The handler's interp mode (`active`; else the call searches only). fp
-    # lies as `a` does, each row's values `shadow` bytes past its keys.
-    bint active
-    Py_ssize_t shadow
+    # The handler's interp mode: fp (n values of the keys' dtype), NULL
+    # where the call searches only.
+    const void* fp
     bint clamp_left     # below xp[0], fp[0]
     bint clamp_right    # above xp[n - 1], fp[n - 1]
     bint fused          # the multiply-add in one FMA (cpu_fuses_madd)
@@ -121,12 +120,11 @@ cdef inline void prefetch_values(const real_t* fp, int64_t n, const idx_t* found
 cdef inline void interp_values(const InterpValues* p, const real_t* xp, int64_t n,
                                const real_t* x, int64_t size, const idx_t* found,
                                real_t* out) noexcept nogil:
-    """out[k] = the value at x[k] from its answer found[k] in the row xp of
-    n keys (its values shadow bytes on), k < size; `out`
+    """out[k] = the value at x[k] from its answer found[k], k < size; `out`
     may be `found` itself (each answer is read before its value is
     written). Where a block's answers lie far apart (needles out of order),
     its lines of fp are prefetched while the block before is read."""
-    cdef const real_t* fp = <const real_t*>(<const char*>xp + p.shadow)
+    cdef const real_t* fp = <const real_t*>p.fp
     cdef real_t xl[INTERP_BLOCK]
     cdef real_t xh[INTERP_BLOCK]
     cdef real_t fl[INTERP_BLOCK]

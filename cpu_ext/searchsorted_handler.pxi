@@ -47,13 +47,12 @@
 # checked call's phase 0 then checks the needles' order too, so that sorted
 # needles keep the merge's many parts (plan_buckets).
 # In interp mode (a second handler, interp_search_handler, at the end of
-# this file) a third buffer fp, shaped as `a` (xp), comes with a and v (x),
-# and each answer becomes jnp.interp's value in the output, of a's float
-# dtype (interp_values.pxd), while its row's lines of `a` are in cache:
-# those the bin table finds, a chunk of needles at a time (fp's lines
-# prefetched with a's); those found by buckets, a chunk of a bucket at a
-# time; those of short rows, a group of rows at a time; the others, after
-# their slice.
+# this file) a third buffer fp comes with one row a (xp) and one of needles
+# v (x), and each answer becomes jnp.interp's value in the output, of a's
+# float dtype (interp_values.pxd): those the bin table finds, a chunk of
+# needles at a time, while the chunk's lines of `a` are in cache (fp's
+# prefetched with them); those found by buckets, a chunk of a bucket at a
+# time; the others, after their slice.
 # The calling thread and up to threads - 1 tasks on XLA's own CPU thread pool
 # claim parts from an atomic counter per phase. A thread waits between the
 # phases and the caller at the end only for parts that were claimed, never
@@ -211,7 +210,7 @@ cdef struct SearchJob:
     int kernel
     int32_t table_check             # the attribute (TABLE_CHECK_BUILT_IN)
     int32_t count_keys              # the attribute (COUNT_KEYS)
-    InterpValues interp             # interp mode (interp_values.pxd), where active
+    InterpValues interp             # interp mode (interp_values.pxd): fp NULL where not
 
 
 cdef bint search_sorted(const key_t* a, Py_ssize_t n, const key_t* v,
@@ -322,13 +321,14 @@ cdef int search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssi
         if job.buckets and partition_slice(<BucketJob*>&job.bucket_job, piece, table, v, m):
             fetch_add(<long*>&job.bucket_job.partitioned, 1)
             return ANSWERS_NONE
-        if not job.interp.active:
+        if job.interp.fp == NULL:
             table_kernel(a, na, n, v, m, out, table, side)
             return ANSWERS_INDICES
         j = 0
         while j < m:
             chunk = min(<Py_ssize_t>INTERP_CHUNK, m - j)
-            table_kernel(a, na, n, v + j, chunk, out + j, table, side, job.interp.shadow)
+            table_kernel(a, na, n, v + j, chunk, out + j, table, side,
+                         <const char*>job.interp.fp - <const char*>a)
             answers_to_values(job, a, v + j, chunk, out + j)
             j += chunk
         return ANSWERS_VALUES
@@ -492,7 +492,7 @@ cdef void run_typed(const SearchJob* job, long part, const key_t* a, const key_t
     # In interp mode, the answers of a slice searched in order (or in a row
     # in cache) become values after it, while its lines of `a` are in cache;
     # a slice partitioned, by bucket in phase 2.
-    if job.interp.active and answers == ANSWERS_INDICES:
+    if job.interp.fp != NULL and answers == ANSWERS_INDICES:
         answers_to_values(job, a, v, hi - lo, out)
 
 
@@ -517,7 +517,6 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
     cdef int64_t m = job.shape.m
     cdef bint gathers = gathers_serve(a, operand_rows(job.shape.a_buf) * job.shape.n)
     cdef int64_t lanes = GATHER_LANES if gathers else LANES
-    cdef int64_t group
     cdef RowCursor cursor
     cdef const key_t* a_rows[GATHER_LANES]
     cdef const key_t* v_rows[GATHER_LANES]
@@ -526,9 +525,8 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
     out += first * m
     r = 0
     while r < count:
-        group = min(lanes, count - r)
         for k in range(lanes):
-            if k < group:
+            if r < count:
                 a_rows[k], v_rows[k], out_rows[k] = a + cursor.a_off, v + cursor.v_off, out + r * m
                 next_row(&job.shape, &cursor)
                 r += 1
@@ -542,11 +540,6 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
             probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const RightSide*>NULL)
         else:
             probe_rows(a_rows, v_rows, out_rows, job.shape.n, m, <const LeftSide*>NULL)
-        # In interp mode, each row of the group once (the repeats share the
-        # last one's answers), while its keys are in cache.
-        if job.interp.active:
-            for k in range(group):
-                answers_to_values(job, a_rows[k], v_rows[k], m, out_rows[k])
 
 
 cdef void run_buckets(const SearchJob* job, long run, const key_t* a,
@@ -916,9 +909,7 @@ cdef const char* run_search(const XLA_FFI_CallFrame* cf, bint interp,
     job.kernel, job.order, job.right = attrs.kernel, attrs.order, attrs.right != 0
     job.table_check, job.count_keys = attrs.table_check, attrs.count_keys
     if interp:
-        job.interp.active = True
-        job.interp.shadow = (<const char*>(<const XLA_FFI_Buffer*>cf.args.args[2]).data
-                             - <const char*>(<const XLA_FFI_Buffer*>cf.args.args[0]).data)
+        job.interp.fp = (<const XLA_FFI_Buffer*>cf.args.args[2]).data
         job.interp.clamp_left, job.interp.clamp_right = attrs.clamp_left, attrs.clamp_right
         job.interp.fused = cpu_fuses_madd()
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
@@ -944,10 +935,9 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
 
 
 # Interp mode (interp_values.pxd): jnp.interp(v, a, fp) where `right` is 1,
-# as one search whose answers become values, row by row. Three buffers a
-# (..., n), v (..., m) and fp (a's shape) of one float dtype, n >= 1, and
-# one result (..., m) of that dtype, shaped as the search's; the search's
-# attributes, and `clamp_left` and `clamp_right` (0 or 1).
+# as one search whose answers become values. Three buffers a (n,), v (m,)
+# and fp (n,) of one float dtype, n >= 1; one result (m,) of that dtype;
+# the search's attributes, and `clamp_left` and `clamp_right` (0 or 1).
 cdef NamedDtype INTERP_DTYPES[2]
 INTERP_DTYPES[:] = [NamedDtype(XLA_FFI_DataType_F32, b"float32"),
                     NamedDtype(XLA_FFI_DataType_F64, b"float64")]
@@ -955,9 +945,8 @@ INTERP_DTYPES[:] = [NamedDtype(XLA_FFI_DataType_F32, b"float32"),
 
 cdef const char* check_interp_operands(const XLA_FFI_CallFrame* cf, const NamedDtype* dtypes,
                                        int count, const char* dtype_error) noexcept nogil:
-    """Buffers a (..., n), v and fp (a's shape) of one dtype of `dtypes`
-    (else `dtype_error`), n >= 1, and a result of that dtype (its shape
-    checked as the search's)."""
+    """Buffers a (n,), v (m,), fp (n,) of one dtype of `dtypes` (else
+    `dtype_error`), n >= 1, and a result (m,) of that dtype."""
     cdef const XLA_FFI_Buffer* buf[4]
     cdef int k
     if cf.args.size != 3 or cf.rets.size != 1:
@@ -974,11 +963,11 @@ cdef const char* check_interp_operands(const XLA_FFI_CallFrame* cf, const NamedD
     for k in range(1, 4):
         if buf[k].dtype != buf[0].dtype:
             return dtype_error
-    if buf[0].rank < 1 or buf[0].dims[buf[0].rank - 1] < 1 or buf[2].rank != buf[0].rank:
-        return b"jaxsearch: interp takes a (..., n), n >= 1, and fp of a's shape"
-    for k in range(buf[0].rank):
-        if buf[2].dims[k] != buf[0].dims[k]:
-            return b"jaxsearch: interp takes a (..., n), n >= 1, and fp of a's shape"
+    for k in range(4):
+        if buf[k].rank != 1:
+            return b"jaxsearch: interp takes a (n,), v (m,), fp (n,) and gives (m,)"
+    if buf[0].dims[0] < 1 or buf[2].dims[0] != buf[0].dims[0] or buf[3].dims[0] != buf[1].dims[0]:
+        return b"jaxsearch: interp takes a (n,), v (m,), fp (n,) and gives (m,)"
     return NULL
 
 

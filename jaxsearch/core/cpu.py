@@ -170,10 +170,9 @@ def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: boo
     where the CPU has FMA).
 
     Args:
-      xp: keys (..., n), float32 or float64, n >= 1 of them (fewer than
-        2**31 for float32); any order, as `search` takes them.
-      x: needles (..., m) of xp's dtype; leading dimensions of `xp` and `x`
-        are batch dimensions that broadcast, as in `search`.
+      xp: 1-D keys, float32 or float64, n >= 1 of them (fewer than 2**31 for
+        float32); any order, as `search` takes them.
+      x: 1-D needles of xp's dtype.
       fp: the values at `xp`, its dtype and shape.
       clamp_left: x below xp[0] takes fp[0], where True.
       clamp_right: x above xp[-1] takes fp[-1], where True (after the left
@@ -181,13 +180,11 @@ def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: boo
       **search_args: `search`'s keyword arguments but `side` and `out_dtype`.
 
     Returns:
-      The values, shape broadcast(xp.shape[:-1], x.shape[:-1]) + (m,), x's
-      dtype.
+      The values, x's shape and dtype.
     """
     if not AVAILABLE:
         raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
-    out_shape = jnp.broadcast_shapes(xp.shape[:-1], x.shape[:-1]) + x.shape[-1:]
-    call = jax.ffi.ffi_call(INTERP_TARGET_NAME, jax.ShapeDtypeStruct(out_shape, x.dtype))
+    call = jax.ffi.ffi_call(INTERP_TARGET_NAME, jax.ShapeDtypeStruct(x.shape, x.dtype))
     return call(xp, x, fp, clamp_left=np.int32(clamp_left), clamp_right=np.int32(clamp_right),
                 **_search_attributes(side="right", **search_args))
 

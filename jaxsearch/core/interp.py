@@ -6,7 +6,6 @@ formula."""
 from __future__ import annotations
 
 import functools
-import math
 from typing import Literal
 
 import jax
@@ -162,7 +161,7 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
                                    cpu_override=tuning.cpu_config_override(),
                                    portable=serving.for_patch())
         return interp_p.bind(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                             search=tuple(sorted(search.items())), needle_ndim=x.ndim)
+                             search=tuple(sorted(search.items())))
     index = searchsorted(xp, x, "right", sorted_v=order)
     return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
 
@@ -170,12 +169,10 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
 # ------------------------------------------------------------ interp_p
 
 # The search of x in xp and jnp's formula on its segments, as one primitive:
-# on cpu, one call of the Cython search in interp mode (vmapped too);
-# elsewhere and under differentiation, the search primitive, then the
-# formula. x (*batch, *needles), xp (*batch, n) and fp (xp's shape), of one
-# float32 or float64 dtype, batch dimensions broadcast as the search's;
-# `needle_ndim` is len(needles), `search` the search primitive's
-# parameters (api.search_params), as items.
+# on cpu, one call of the Cython search in interp mode; elsewhere, under
+# vmap and under differentiation, the search primitive, then the formula.
+# Bound for x, xp and fp of one float32 or float64 dtype; its `search`
+# holds the search primitive's parameters (api.search_params), as items.
 interp_p = Primitive("jaxsearch_interp")
 
 
@@ -206,59 +203,35 @@ def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
     return f
 
 
-def _searched(x, xp, fp, *, clamp_left, clamp_right, search, needle_ndim, jnp_search=False):
+def _searched(x, xp, fp, *, clamp_left, clamp_right, search, jnp_search=False):
     """interp_p's values by the search primitive (or jnp's search), then the
-    formula, row by row over the batch dimensions (an operand without them
-    is not copied)."""
+    formula."""
     params = dict(search)
-
-    def row(x, xp, fp):
-        if jnp_search:
-            index = originals.searchsorted(xp, x, side="right")
-        else:
-            index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, **params)
-        return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
-
-    batch, needles = _out_batch(x, xp, needle_ndim), x.shape[x.ndim - needle_ndim:]
-    if not batch:
-        return row(x.reshape(needles), xp.reshape(xp.shape[-1:]), fp.reshape(fp.shape[-1:]))
-    size = math.prod(batch)
-    operands, in_axes = [], []
-    for t, trailing in ((x, needles), (xp, xp.shape[-1:]), (fp, fp.shape[-1:])):
-        if t.size == math.prod(trailing):
-            operands.append(t.reshape(trailing))
-            in_axes.append(None)
-        else:
-            operands.append(jnp.broadcast_to(t, batch + trailing).reshape((size, *trailing)))
-            in_axes.append(0)
-    return jax.vmap(row, in_axes=tuple(in_axes))(*operands).reshape(batch + needles)
+    if jnp_search:
+        index = originals.searchsorted(xp, x, side="right")
+    else:
+        index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, **params)
+    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
 
 
-def _out_batch(x, xp, needle_ndim: int) -> tuple[int, ...]:
-    return jnp.broadcast_shapes(xp.shape[:-1], x.shape[:x.ndim - needle_ndim])
+def _interp_abstract_eval(x, xp, fp, **_):
+    return jax_private.varying_as(jax.core.ShapedArray(x.shape, x.dtype), x, xp, fp)
 
 
-def _interp_abstract_eval(x, xp, fp, *, needle_ndim, **_):
-    shape = _out_batch(x, xp, needle_ndim) + x.shape[x.ndim - needle_ndim:]
-    return jax_private.varying_as(jax.core.ShapedArray(shape, x.dtype), x, xp, fp)
-
-
-def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search, needle_ndim):
+def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search):
     params = dict(search)
-    if x.size == 0 or rows.implementation_for("cpu", xp.shape[-1], x.size, x.dtype) != CYTHON:
+    if rows.implementation_for("cpu", xp.shape[0], x.size, x.dtype) != CYTHON:
         return _searched(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                         search=search, needle_ndim=needle_ndim)
-    needles = x.shape[x.ndim - needle_ndim:]
+                         search=search)
     f = cpu.search_interp(
-        xp, x.reshape(x.shape[:x.ndim - needle_ndim] + (math.prod(needles),)), fp,
-        clamp_left=clamp_left, clamp_right=clamp_right,
+        xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
         order=params["order"], kernel=params["cpu_kernel"], threads=params["cpu_threads"],
         min_parallel=params["cpu_min_parallel"],
         bucket_min_bytes=params["cpu_bucket_min_bytes"],
         table_check_ratio=params["cpu_table_check_ratio"],
         bucket_keys_per_needle=params["cpu_bucket_keys_per_needle"],
         count_keys=params["cpu_count_keys"], short_row_needles=params["cpu_short_row_needles"])
-    return f.reshape(_out_batch(x, xp, needle_ndim) + needles)
+    return f.reshape(x.shape)
 
 
 def _export_interp(x, xp, fp, **params):
@@ -266,16 +239,9 @@ def _export_interp(x, xp, fp, **params):
 
 
 def _batch_interp(args, dims, **params):
-    """A batch dimension first on every operand (a size-1 one where
-    unbatched: a reshape, which the kernels broadcast); fp broadcast to xp's
-    shape where only one of them is batched, as the kernel reads fp where it
-    reads xp."""
-    x, xp, fp = (jnp.expand_dims(t, 0) if d is None else jnp.moveaxis(t, d, 0)
-                 for t, d in zip(args, dims))
-    if xp.shape != fp.shape:
-        shape = jnp.broadcast_shapes(xp.shape, fp.shape)
-        xp, fp = jnp.broadcast_to(xp, shape), jnp.broadcast_to(fp, shape)
-    return interp_p.bind(x, xp, fp, **params), 0
+    in_axes = tuple(None if d is None else 0 for d in dims)
+    args = tuple(a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims))
+    return jax.vmap(functools.partial(_searched, **params), in_axes)(*args), 0
 
 
 def _interp_jvp(primals, tangents, **params):
@@ -292,9 +258,6 @@ ad.primitive_jvps[interp_p] = _interp_jvp
 
 
 def _lowering(fn):
-    """interp_p's lowering rule by `fn`, but by jnp's search and formula for
-    `jax.export` of a call the patch serves (the search's `portable`), so
-    that the artifact needs no jaxsearch."""
     def lower(ctx, *args, search, **params):
         if dict(search).get("portable") and jax_private.lowers_for_export(ctx):
             return mlir.lower_fun(_export_interp, multiple_results=False)(

@@ -1,9 +1,8 @@
 """The search handler's interp mode (cpu_ext/interp_values.pxd): one search
 of x in xp whose answers become jnp.interp's values, through each route the
 search can take (counted, probed, by the bin table a chunk at a time, by
-buckets, merged in order, short rows across rows), called directly with the
-route forced, and through `jaxsearch.interp` (under vmap too). Every value
-must have jnp.interp's bits."""
+buckets, merged in order), called directly with the route forced, and
+through `jaxsearch.interp`. Every value must have jnp.interp's bits."""
 
 from __future__ import annotations
 
@@ -30,16 +29,11 @@ SEARCH_INTERP = jax.jit(cpu.search_interp, static_argnames=(
 CLAMPS = [(True, True), (False, True), (True, False), (False, False)]
 
 
-def jnp_interp(clamp_left: bool, clamp_right: bool):
-    """jnp.interp with fp[0] and fp[-1] beyond xp where clamped, else the end
-    segments' lines."""
-    left, right = (None if clamp else "extrapolate" for clamp in (clamp_left, clamp_right))
-    return lambda x, xp, fp: jnp.interp(x, xp, fp, left, right)
-
-
 def reference(x, xp, fp, clamp_left: bool, clamp_right: bool) -> np.ndarray:
-    """jnp_interp compiled by XLA."""
-    return np.asarray(jax.jit(jnp_interp(clamp_left, clamp_right))(x, xp, fp))
+    """jnp.interp, compiled by XLA: fp[0] and fp[-1] beyond xp where
+    clamped, else the end segments' lines."""
+    left, right = (None if clamp else "extrapolate" for clamp in (clamp_left, clamp_right))
+    return np.asarray(jax.jit(lambda x, xp, fp: jnp.interp(x, xp, fp, left, right))(x, xp, fp))
 
 
 def assert_same_bits(got, want, message=""):
@@ -121,54 +115,6 @@ def test_routes_give_jnp_values(route, dtype):
                                     min_parallel=1024, **fields)
                 assert_same_bits(got, want, f"clamps {clamp_left, clamp_right}, "
                                             f"{threads} threads")
-
-
-# Batches: rows of x against rows of xp (or one xp for all), searched row
-# by row, or across rows where they hold fewer needles than short_rows.
-BATCHES = {
-    "rows": ((8, 4000), (8, 3000), {}),
-    "short rows": ((600, 5), (600, 200), {}),
-    "short rows, one xp": ((600, 5), (1, 200), {}),
-    "rows, one xp": ((8, 4000), (1, 3000), {}),
-    "one x, rows of xp": ((1, 4000), (8, 3000), {}),
-}
-
-
-@pytest.mark.parametrize("batch", BATCHES)
-def test_batches_give_jnp_values(batch):
-    x_shape, xp_shape, fields = BATCHES[batch]
-    rng = seeded(batch)
-    xp = np.stack([make_xp(rng, xp_shape[1], "float32", "sorted") for _ in range(xp_shape[0])])
-    x = np.stack([make_x(rng, x_shape[1], xp[0], False) for _ in range(x_shape[0])])
-    fp = np.stack([make_fp(rng, xp_shape[1], "float32") for _ in range(xp_shape[0])])
-    x, xp, fp = map(jnp.asarray, (x, xp, fp))
-    for clamp_left, clamp_right in CLAMPS[:2]:
-        rows = jax.jit(jax.vmap(jnp_interp(clamp_left, clamp_right),
-                                (0 if x_shape[0] > 1 else None, 0 if xp_shape[0] > 1 else None,
-                                 0 if xp_shape[0] > 1 else None)))
-        want = rows(x if x_shape[0] > 1 else x[0], xp if xp_shape[0] > 1 else xp[0],
-                    fp if xp_shape[0] > 1 else fp[0])
-        for order in ("any", "check"):
-            got = SEARCH_INTERP(xp, x, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                                order=order, kernel="merge", threads=3, min_parallel=256,
-                                **fields)
-            assert_same_bits(got, want, f"{order}, clamps {clamp_left, clamp_right}")
-
-
-def test_vmap_runs_one_interp_call():
-    """jaxsearch.interp under vmap, over x, over xp and fp, and over all
-    three: one interp-mode call, with jnp's bits."""
-    rng = seeded("vmap")
-    xp = jnp.asarray(np.sort(rng.standard_normal((40, 30)), axis=1).astype(np.float32))
-    fp = jnp.asarray(rng.standard_normal((40, 30)).astype(np.float32))
-    x = jnp.asarray((rng.standard_normal((40, 7)) * 2).astype(np.float32))
-    for axes in ((0, None, None), (None, 0, 0), (0, 0, 0)):
-        args = tuple(t if a == 0 else t[0] for t, a in zip((x, xp, fp), axes))
-        ours = jax.vmap(lambda x, xp, fp: jaxsearch.interp(x, xp, fp, right="extrapolate"), axes)
-        theirs = jax.vmap(lambda x, xp, fp: jnp.interp(x, xp, fp, right="extrapolate"), axes)
-        served = assert_cpu_kernel(ours, *args, target=cpu.INTERP_TARGET_NAME)
-        assert served.targets == {cpu.INTERP_TARGET_NAME}, (axes, served)
-        assert_same_bits(jax.jit(ours)(*args), jax.jit(theirs)(*args), str(axes))
 
 
 def test_interp_takes_the_buckets_and_the_table():
