@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
+from jax.interpreters import ad, batching
 
 from .. import tuning
 from ..keys import index_dtype
-from . import api, cpu, jax_private, originals, partitioning, primitive, rows, serving
+from . import api, cpu, jax_private, originals, partitioning, primitive, rows, rules, serving
 from .api import searchsorted
 from .checks import check_arraylike, check_side_and_order, promote_inexact
 from .implementations import CYTHON
@@ -158,10 +158,10 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
             and x.dtype in (jnp.float32, jnp.float64) and index_dtype(n) == np.int32
             and not partitioning.may_partition()):
         search = api.search_params(n, x.size, x.dtype, side="right", order=search_order,
-                                   cpu_override=tuning.cpu_config_override(),
-                                   portable=serving.for_patch())
+                                   cpu_override=tuning.cpu_config_override())
+        del search["portable"]  # interp_p's own parameter, which its lowering reads
         return interp_p.bind(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                             search=tuple(sorted(search.items())))
+                             search=tuple(sorted(search.items())), portable=serving.for_patch())
     index = searchsorted(xp, x, "right", sorted_v=order)
     return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
 
@@ -172,7 +172,8 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
 # on cpu, one call of the Cython search in interp mode; elsewhere, under
 # vmap and under differentiation, the search primitive, then the formula.
 # Bound for x, xp and fp of one float32 or float64 dtype; its `search`
-# holds the search primitive's parameters (api.search_params), as items.
+# holds the search primitive's parameters (api.search_params) but
+# `portable`, its own parameter, as items.
 interp_p = Primitive("jaxsearch_interp")
 
 
@@ -203,14 +204,15 @@ def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
     return f
 
 
-def _searched(x, xp, fp, *, clamp_left, clamp_right, search, jnp_search=False):
+def _searched(x, xp, fp, *, clamp_left, clamp_right, search, portable=False,
+              jnp_search=False):
     """interp_p's values by the search primitive (or jnp's search), then the
     formula."""
-    params = dict(search)
     if jnp_search:
         index = originals.searchsorted(xp, x, side="right")
     else:
-        index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, **params)
+        index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, portable=portable,
+                                              **dict(search))
     return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
 
 
@@ -218,11 +220,11 @@ def _interp_abstract_eval(x, xp, fp, **_):
     return jax_private.varying_as(jax.core.ShapedArray(x.shape, x.dtype), x, xp, fp)
 
 
-def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search):
+def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search, portable=False):
     params = dict(search)
     if rows.implementation_for("cpu", xp.shape[0], x.size, x.dtype) != CYTHON:
         return _searched(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                         search=search)
+                         search=search, portable=portable)
     f = cpu.search_interp(
         xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
         order=params["order"], kernel=params["cpu_kernel"], threads=params["cpu_threads"],
@@ -257,15 +259,6 @@ batching.primitive_batchers[interp_p] = _batch_interp
 ad.primitive_jvps[interp_p] = _interp_jvp
 
 
-def _lowering(fn):
-    def lower(ctx, *args, search, **params):
-        if dict(search).get("portable") and jax_private.lowers_for_export(ctx):
-            return mlir.lower_fun(_export_interp, multiple_results=False)(
-                ctx, *args, search=search, **params)
-        return mlir.lower_fun(fn, multiple_results=False)(ctx, *args, search=search, **params)
-    return lower
-
-
-mlir.register_lowering(interp_p, _lowering(_searched))
-if cpu.AVAILABLE:
-    mlir.register_lowering(interp_p, _lowering(_cpu_interp), platform="cpu")
+rules.register_lowerings(interp_p, default=_searched,
+                         cpu=_cpu_interp if cpu.AVAILABLE else None, gpu=_searched,
+                         for_export=_export_interp)
