@@ -77,7 +77,7 @@ from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bu
                             partition_slice, search_bucket_run, place_slice, slice_start,
                             buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
-from interp_values cimport InterpValues, cpu_fuses_madd, interp_values
+from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, cpu_fuses_madd, interp_values
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
@@ -173,6 +173,7 @@ cdef struct SearchAttrs:
     int32_t threads
     int32_t clamp_left      # interp mode's
     int32_t clamp_right
+    int32_t formula
 
 
 cdef struct SearchJob:
@@ -862,8 +863,8 @@ cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int th
 cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* attrs,
                                    bint interp, char* message_buf) noexcept nogil:
     """The attributes the top of this file lists, into `attrs`, and in
-    interp mode `clamp_left` and `clamp_right` too."""
-    cdef Attr table[12]
+    interp mode `clamp_left`, `clamp_right` and `formula` too."""
+    cdef Attr table[13]
     attrs.table_check = TABLE_CHECK_BUILT_IN
     attrs.bucket_density = 16 * BUCKET_DENSITY
     attrs.count_keys = COUNT_KEYS
@@ -879,8 +880,9 @@ cdef const char* read_search_attrs(const XLA_FFI_CallFrame* cf, SearchAttrs* att
                 Attr(b"table_check", &attrs.table_check, TABLE_CHECK_BUILT_IN, INT32_MAX, True),
                 int32_in(b"threads", &attrs.threads, 1, MAX_CALL_THREADS),
                 int32_in(b"clamp_left", &attrs.clamp_left, 0, 1),
-                int32_in(b"clamp_right", &attrs.clamp_right, 0, 1)]
-    return read_attrs(cf, table, 12 if interp else 10, message_buf)
+                int32_in(b"clamp_right", &attrs.clamp_right, 0, 1),
+                int32_in(b"formula", &attrs.formula, 0, 1)]
+    return read_attrs(cf, table, 13 if interp else 10, message_buf)
 
 
 cdef const char* search_call(const XLA_FFI_CallFrame* cf, char* message_buf) noexcept nogil:
@@ -912,6 +914,7 @@ cdef const char* run_search(const XLA_FFI_CallFrame* cf, bint interp,
         job.interp.fp = (<const XLA_FFI_Buffer*>cf.args.args[2]).data
         job.interp.clamp_left, job.interp.clamp_right = attrs.clamp_left, attrs.clamp_right
         job.interp.fused = cpu_fuses_madd()
+        job.interp.zero_steps = attrs.formula == FORMULA_ZERO_STEPS
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
                           attrs.bucket_density, attrs.short_rows)
     if message != NULL:
@@ -937,7 +940,8 @@ cdef XLA_FFI_Error* searchsorted_handler(XLA_FFI_CallFrame* cf) noexcept nogil:
 # Interp mode (interp_values.pxd): jnp.interp(v, a, fp) where `right` is 1,
 # as one search whose answers become values. Three buffers a (n,), v (m,)
 # and fp (n,) of one float dtype, n >= 1; one result (m,) of that dtype;
-# the search's attributes, and `clamp_left` and `clamp_right` (0 or 1).
+# the search's attributes, `clamp_left` and `clamp_right` (0 or 1), and
+# `formula` (interp_values.pxd: FORMULA_EPSILON_STEPS or FORMULA_ZERO_STEPS).
 cdef NamedDtype INTERP_DTYPES[2]
 INTERP_DTYPES[:] = [NamedDtype(XLA_FFI_DataType_F32, b"float32"),
                     NamedDtype(XLA_FFI_DataType_F64, b"float64")]

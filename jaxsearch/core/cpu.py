@@ -161,7 +161,7 @@ def search(a: jax.Array, v: jax.Array, *, side: str, order: str, kernel: str,
 
 
 def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: bool,
-                  clamp_right: bool, **search_args) -> jax.Array:
+                  clamp_right: bool, zero_steps: bool, **search_args) -> jax.Array:
     """jnp.interp(x, xp, fp) with jnp's default `left` and `right` where
     asked, else the end segments' lines: one `search` of `x` in `xp` on the
     right side whose answers become the values, each while its segment's
@@ -177,6 +177,9 @@ def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: boo
       clamp_left: x below xp[0] takes fp[0], where True.
       clamp_right: x above xp[-1] takes fp[-1], where True (after the left
         side, as jnp fills them).
+      zero_steps: jax 0.12.1's formula (a step where a segment has zero
+        width; the NaNs of infinite knots mended), else jax 0.10's to
+        0.12.0's (a step where its width is at most np.spacing(eps)).
       **search_args: `search`'s keyword arguments but `side` and `out_dtype`.
 
     Returns:
@@ -186,6 +189,8 @@ def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: boo
         raise ValueError(f"jaxsearch's CPU extension is unavailable: {UNAVAILABLE_REASON}")
     call = jax.ffi.ffi_call(INTERP_TARGET_NAME, jax.ShapeDtypeStruct(x.shape, x.dtype))
     return call(xp, x, fp, clamp_left=np.int32(clamp_left), clamp_right=np.int32(clamp_right),
+                # interp_values.pxd's FORMULA_ZERO_STEPS or FORMULA_EPSILON_STEPS
+                formula=np.int32(1 if zero_steps else 0),
                 **_search_attributes(side="right", **search_args))
 
 

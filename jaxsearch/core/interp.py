@@ -26,6 +26,12 @@ from .order import check_order_flag
 EXTRAPOLATE = "extrapolate"
 Edge = Literal["fp", "value", "extrapolate"]  # how a side beyond xp is filled
 
+# jnp.interp's formula changed in jax 0.12.1: a step only where a segment has
+# zero width (where its width was at most np.spacing(eps)), the NaNs of
+# infinite knots mended, x bounded to xp's range first, and a complex fp
+# interpolated a part at a time. jaxsearch computes the installed jax's.
+ZERO_STEPS = jax.__version_info__ >= (0, 12, 1)
+
 
 def interp(
     x: jax.typing.ArrayLike,
@@ -42,7 +48,8 @@ def interp(
 
     Returns what ``jnp.interp(x, xp, fp, left, right, period)`` returns: the
     same dtype and shape (``x.shape``), and the same values, computed with
-    jnp's formula in the same order of operations, so with the same bits.
+    the installed jax's formula (jax 0.12.1 changed it) in the same order
+    of operations, so with the same bits.
     On CPU, where `x`, `xp` and `fp` share a float32 or float64 dtype, one
     search turns each answer into its value while the segment is in cache,
     its multiply-add fused into an FMA where XLA's code fuses it (where the
@@ -120,6 +127,14 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
     fp, = promote_inexact(fp)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise ValueError("interp: complex x is not supported")
+    if ZERO_STEPS and jnp.issubdtype(fp.dtype, jnp.complexfloating):
+        # A part at a time, as jnp since 0.12.1: NaN's and infinities' parts
+        # stay apart, and the imaginary part is 0 at a NaN x.
+        real, imag = (_interp(x, xp, part(fp), None if left is None else part(left),
+                              None if right is None else part(right), period,
+                              left_edge=left_edge, right_edge=right_edge, order=order)
+                      for part in (jnp.real, jnp.imag))
+        return lax.complex(real, jnp.where(jnp.isnan(x), 0, imag))
     if period is not None:
         period = jnp.abs(period)
         x, xp = x % period, xp % period
@@ -139,7 +154,9 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
     # pass fills the right one only where the left one is not filled after.
     clamp_left = edges and left_edge == "fp"
     clamp_right = edges and right_edge == "fp" and left_edge != "value"
-    f = _values(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right, order=order)
+    bound_x = (edges and left_edge != "extrapolate", edges and right_edge != "extrapolate")
+    f = _values(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right, bound_x=bound_x,
+                order=order)
     if edges and left_edge == "value":
         f = jnp.where(x < xp[0], left, f)
     if edges and right_edge != "extrapolate" and not clamp_right:
@@ -147,7 +164,8 @@ def _interp(x, xp, fp, left, right, period, *, left_edge: Edge, right_edge: Edge
     return f
 
 
-def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | None):
+def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, bound_x: tuple[bool, bool],
+            order: bool | None):
     """jnp's formula at x, on the segments of xp that jaxsearch's search
     finds (fp[0] below xp[0] and fp[-1] above xp[-1] where asked): fused
     into one search where its CPU kernels take the call, else searched,
@@ -161,9 +179,11 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
                                    cpu_override=tuning.cpu_config_override())
         del search["portable"]  # interp_p's own parameter, which its lowering reads
         return interp_p.bind(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                             search=tuple(sorted(search.items())), portable=serving.for_patch())
+                             bound_x=bound_x, search=tuple(sorted(search.items())),
+                             portable=serving.for_patch())
     index = searchsorted(xp, x, "right", sorted_v=order)
-    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
+    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right,
+                    bound_x=bound_x)
 
 
 # ------------------------------------------------------------ interp_p
@@ -177,10 +197,14 @@ def _values(x, xp, fp, *, clamp_left: bool, clamp_right: bool, order: bool | Non
 interp_p = Primitive("jaxsearch_interp")
 
 
-def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
+def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool,
+             bound_x: tuple[bool, bool], zero_steps: bool = ZERO_STEPS):
     """jnp.interp's values from index = searchsorted(xp, x, 'right'),
-    computed as jnp computes them: its gathers and its formula, in its
-    order of operations."""
+    computed as jnp computes them: its gathers and its formula (jax 0.12.1's
+    where `zero_steps`, else jax 0.10's to 0.12.0's), in its order of
+    operations. `bound_x`: whether x is bounded to xp[0], to xp[-1], before
+    jax 0.12.1's formula (where `left`, `right` do not extrapolate: no
+    value changes, but no infinity reaches the gradients)."""
     n = xp.shape[0]
     # hi = clip(index, 1, n - 1) as in jnp, whose fp[hi - 1] is fp[0] too
     # when n == 1 (hi = 0, index -1 wraps). Both are in bounds, so the
@@ -191,12 +215,14 @@ def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
                                   for t in (xp, fp) for k in (lo, hi))
     df = fp_hi - fp_lo
     dx = xp_hi - xp_lo
-    delta = x - xp_lo
-    # A segment no wider than this is a step: its left value, with no
-    # division that could give NaN (or a NaN gradient).
-    epsilon = np.spacing(np.finfo(xp.dtype).eps)
-    step = lax.abs(dx) <= epsilon
-    f = jnp.where(step, fp_lo, fp_lo + (delta / jnp.where(step, 1, dx)) * df)
+    if zero_steps:
+        f = _zero_steps(x, xp, fp, xp_lo, xp_hi, fp_lo, fp_hi, df, dx, bound_x)
+    else:
+        # A segment no wider than this is a step: its left value, with no
+        # division that could give NaN (or a NaN gradient).
+        epsilon = np.spacing(np.finfo(xp.dtype).eps)
+        step = lax.abs(dx) <= epsilon
+        f = jnp.where(step, fp_lo, fp_lo + ((x - xp_lo) / jnp.where(step, 1, dx)) * df)
     if clamp_left:
         f = jnp.where(x < xp[0], fp[0], f)
     if clamp_right:
@@ -204,7 +230,41 @@ def _formula(x, xp, fp, index, *, clamp_left: bool, clamp_right: bool):
     return f
 
 
-def _searched(x, xp, fp, *, clamp_left, clamp_right, search, portable=False,
+def _zero_steps(x, xp, fp, xp_lo, xp_hi, fp_lo, fp_hi, df, dx, bound_x):
+    """jax 0.12.1's formula on the segments [xp_lo, xp_hi], before the
+    sides are filled."""
+    bounded = x
+    if bound_x[0]:
+        bounded = jnp.where(bounded < xp[0], xp[0], bounded)
+    if bound_x[1]:
+        bounded = jnp.where(bounded > xp[-1], xp[-1], bounded)
+    # A zero-width segment is a step: no division by zero, no NaN gradient.
+    step = dx == 0
+    width = jnp.where(step, 1, dx)
+    rise = jnp.where(step, 0, df)
+    # A width below the smallest normal has a square of 0: the quotient's
+    # gradient through it would be NaN where delta or the rise is 0, so
+    # none flows there.
+    tiny = lax.abs(width) < jnp.finfo(xp.dtype).tiny
+
+    def line_from(x_end, f_end):
+        delta = bounded - x_end
+        t = delta / jnp.where(tiny & (delta == 0), lax.stop_gradient(width), width)
+        t = jnp.where(tiny & (rise == 0), lax.stop_gradient(t), t)
+        return f_end + t * rise
+
+    at_step = jnp.where(jnp.isnan(x), np.nan, jnp.where(x >= xp_hi, fp_hi, fp_lo))
+    f = jnp.where(step, at_step, line_from(xp_lo, fp_lo))
+    # NaN from an infinite knot or value (inf - inf, 0 * inf): the knot's
+    # value at a knot, else the line from the other end, else the segment's
+    # one value where both ends have it.
+    other = line_from(xp_hi, fp_hi)
+    other = jnp.where(jnp.isnan(other) & (fp_lo == fp_hi), fp_lo, other)
+    mended = jnp.where(x == xp_hi, fp_hi, jnp.where(x == xp_lo, fp_lo, other))
+    return jnp.where(jnp.isnan(f) & ~jnp.isnan(x) & ~step, mended, f)
+
+
+def _searched(x, xp, fp, *, clamp_left, clamp_right, bound_x, search, portable=False,
               jnp_search=False):
     """interp_p's values by the search primitive (or jnp's search), then the
     formula."""
@@ -213,20 +273,22 @@ def _searched(x, xp, fp, *, clamp_left, clamp_right, search, portable=False,
     else:
         index = primitive.searchsorted_p.bind(xp, x, needle_ndim=x.ndim, portable=portable,
                                               **dict(search))
-    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right)
+    return _formula(x, xp, fp, index, clamp_left=clamp_left, clamp_right=clamp_right,
+                    bound_x=bound_x)
 
 
 def _interp_abstract_eval(x, xp, fp, **_):
     return jax_private.varying_as(jax.core.ShapedArray(x.shape, x.dtype), x, xp, fp)
 
 
-def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, search, portable=False):
+def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, bound_x, search, portable=False):
     params = dict(search)
     if rows.implementation_for("cpu", xp.shape[0], x.size, x.dtype) != CYTHON:
         return _searched(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                         search=search, portable=portable)
+                         bound_x=bound_x, search=search, portable=portable)
     f = cpu.search_interp(
         xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
+        zero_steps=ZERO_STEPS,
         order=params["order"], kernel=params["cpu_kernel"], threads=params["cpu_threads"],
         min_parallel=params["cpu_min_parallel"],
         bucket_min_bytes=params["cpu_bucket_min_bytes"],

@@ -34,7 +34,7 @@ def assert_same_bits(got, want):
 
 def reference(x, xp, fp, left=None, right=None, period=None):
     """jnp.interp, called inside a jit of its own. Called directly, jnp.interp
-    (jax 0.10.2 and 0.12) reuses the executable compiled for a call with a
+    of jax 0.10 to 0.12.0 reuses the executable compiled for a call with a
     value for `left` and `right=None` in a later call with `left=None` and a
     value for `right` of the same avals: the value lands on the wrong side."""
     return jax.jit(lambda x, xp, fp: jnp.interp(x, xp, fp, left, right, period))(x, xp, fp)
@@ -47,15 +47,18 @@ def check(x, xp, fp, left=None, right=None, period=None, **kwargs):
 
 
 def test_jnp_top_level_cache_mixes_up_left_and_right():
-    """The reason for `reference`: if this starts failing, jnp is fixed and
-    `reference` can call jnp.interp directly."""
+    """The reason for `reference`, where jax has the bug (before 0.12.1);
+    jaxsearch.interp never mixes the sides up."""
     x, xp, fp = jnp.array([-10.0, 0.0, 10.0]), jnp.array([-1.0, 1.0]), jnp.array([5.0, 6.0])
     jnp.interp(x, xp, fp, -7.5, None)
-    mixed_up = jnp.interp(x, xp, fp, None, -7.5)
-    assert mixed_up[0] == -7.5 and mixed_up[2] == 6.0
+    direct = jnp.interp(x, xp, fp, None, -7.5)
     fixed = jaxsearch.interp(x, xp, fp, None, -7.5)
     assert fixed[0] == 5.0 and fixed[2] == -7.5
     assert_same_bits(fixed, reference(x, xp, fp, None, -7.5))
+    if jax.__version_info__ < (0, 12, 1):
+        assert direct[0] == -7.5 and direct[2] == 6.0
+    else:
+        assert_same_bits(direct, fixed)
 
 
 def make_xp(rng, n: int, dtype, repeats: bool = False) -> np.ndarray:

@@ -2,7 +2,10 @@
 of x in xp whose answers become jnp.interp's values, through each route the
 search can take (counted, probed, by the bin table a chunk at a time, by
 buckets, merged in order), called directly with the route forced, and
-through `jaxsearch.interp`. Every value must have jnp.interp's bits."""
+through `jaxsearch.interp`. Every value must have jnp.interp's bits: the
+installed jax's formula against jnp.interp itself, the other jax's (the
+formula changed in jax 0.12.1) against jaxsearch's model of it, compiled by
+XLA, which the installed jax's model matches in tests/core/test_interp.py."""
 
 from __future__ import annotations
 
@@ -19,19 +22,28 @@ from hypothesis import strategies as st
 
 import jaxsearch
 from jaxsearch.core import cpu
+from jaxsearch.core.interp import ZERO_STEPS, _formula
 from jaxsearch.tuning import CpuConfig, use_cpu_config
 
 pytestmark = pytest.mark.skipif(not cpu.AVAILABLE, reason="the CPU extension is unavailable")
 
 SEARCH_INTERP = jax.jit(cpu.search_interp, static_argnames=(
-    "clamp_left", "clamp_right", "order", "kernel", "threads", "min_parallel",
+    "clamp_left", "clamp_right", "zero_steps", "order", "kernel", "threads", "min_parallel",
     "bucket_min_bytes", "count_keys"))
 CLAMPS = [(True, True), (False, True), (True, False), (False, False)]
 
 
-def reference(x, xp, fp, clamp_left: bool, clamp_right: bool) -> np.ndarray:
+def reference(x, xp, fp, clamp_left: bool, clamp_right: bool,
+              zero_steps: bool = ZERO_STEPS) -> np.ndarray:
     """jnp.interp, compiled by XLA: fp[0] and fp[-1] beyond xp where
-    clamped, else the end segments' lines."""
+    clamped, else the end segments' lines. With the other jax's formula
+    (`zero_steps`), jaxsearch's model of it."""
+    if zero_steps != ZERO_STEPS:
+        def model(x, xp, fp):
+            return _formula(x, xp, fp, jnp.searchsorted(xp, x, "right"), clamp_left=clamp_left,
+                            clamp_right=clamp_right, bound_x=(clamp_left, clamp_right),
+                            zero_steps=zero_steps)
+        return np.asarray(jax.jit(model)(x, xp, fp))
     left, right = (None if clamp else "extrapolate" for clamp in (clamp_left, clamp_right))
     return np.asarray(jax.jit(lambda x, xp, fp: jnp.interp(x, xp, fp, left, right))(x, xp, fp))
 
@@ -111,8 +123,8 @@ def test_routes_give_jnp_values(route, dtype):
             want = reference(x, xp, fp, clamp_left, clamp_right)
             for threads in (1, 3):
                 got = SEARCH_INTERP(xp, x, fp, clamp_left=clamp_left, clamp_right=clamp_right,
-                                    order=order, kernel=kernel, threads=threads,
-                                    min_parallel=1024, **fields)
+                                    zero_steps=ZERO_STEPS, order=order, kernel=kernel,
+                                    threads=threads, min_parallel=1024, **fields)
                 assert_same_bits(got, want, f"clamps {clamp_left, clamp_right}, "
                                             f"{threads} threads")
 
@@ -136,11 +148,15 @@ def test_operands_are_checked():
     call = jax.ffi.ffi_call(cpu.INTERP_TARGET_NAME, jax.ShapeDtypeStruct(x.shape, x.dtype))
     attributes = cpu._search_attributes(side="right", order="any", kernel="merge",
                                         threads=1, min_parallel=1)
-    for operands, fill in (((xp, x, xp[:4]), 1), ((xp, x, xp.astype(jnp.int32)), 1),
-                           ((xp, x, xp), 2)):
+    for operands, fill, formula in (((xp, x, xp[:4]), 1, 0),
+                                    ((xp, x, xp.astype(jnp.int32)), 1, 0),
+                                    ((xp, x, xp), 2, 0), ((xp, x, xp), 1, 2)):
         with pytest.raises(Exception, match="jaxsearch"):
             np.asarray(call(*operands, clamp_left=np.int32(fill), clamp_right=np.int32(1),
-                            **attributes))
+                            formula=np.int32(formula), **attributes))
+    # and takes what it does
+    np.asarray(call(xp, x, xp, clamp_left=np.int32(1), clamp_right=np.int32(1),
+                    formula=np.int32(1), **attributes))
 
 
 @st.composite
@@ -148,8 +164,8 @@ def problems(draw):
     n = draw(st.sampled_from([1, 2, 5, 33, 300]))
     m = draw(st.sampled_from([1, 7, 200]))
     values = st.floats(-5, 5, width=32) | st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan])
-    xp = np.array(draw(st.lists(st.floats(-4, 4, width=32) | st.sampled_from([-1.0, 1.0]),
-                                min_size=n, max_size=n)), np.float32)
+    knots = st.floats(-4, 4, width=32) | st.sampled_from([-1.0, 1.0, np.inf, -np.inf])
+    xp = np.array(draw(st.lists(knots, min_size=n, max_size=n)), np.float32)
     if draw(st.booleans()):
         xp = np.sort(xp)
     x = np.array(draw(st.lists(values, min_size=m, max_size=m)), np.float32)
@@ -157,14 +173,16 @@ def problems(draw):
     order = draw(st.sampled_from(["any", "check", "sorted"]))
     if order == "sorted":  # a promise: sorted x (NaN last) in a sorted xp
         xp, x = np.sort(xp), np.sort(x)
-    return x, xp, fp, order, draw(st.sampled_from(CLAMPS)), draw(st.sampled_from([1, 2]))
+    return (x, xp, fp, order, draw(st.sampled_from(CLAMPS)), draw(st.sampled_from([1, 2])),
+            draw(st.booleans()))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_matches_jnp_property(problem):
-    x, xp, fp, order, (clamp_left, clamp_right), threads = problem
+    """Either jax's formula (zero_steps), infinite knots and values included."""
+    x, xp, fp, order, (clamp_left, clamp_right), threads, zero_steps = problem
     got = SEARCH_INTERP(jnp.asarray(xp), jnp.asarray(x), jnp.asarray(fp), clamp_left=clamp_left,
-                        clamp_right=clamp_right, order=order, kernel="merge", threads=threads,
-                        min_parallel=1)
-    assert_same_bits(got, reference(x, xp, fp, clamp_left, clamp_right))
+                        clamp_right=clamp_right, zero_steps=zero_steps, order=order,
+                        kernel="merge", threads=threads, min_parallel=1)
+    assert_same_bits(got, reference(x, xp, fp, clamp_left, clamp_right, zero_steps))
