@@ -7,7 +7,9 @@ import importlib
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -192,6 +194,13 @@ def search_interp(xp: jax.Array, x: jax.Array, fp: jax.Array, *, clamp_left: boo
                 # interp_values.pxd's FORMULA_ZERO_STEPS or FORMULA_EPSILON_STEPS
                 formula=np.int32(1 if zero_steps else 0),
                 **_search_attributes(side="right", **search_args))
+
+
+def search_arguments(params: Mapping[str, Any]) -> dict[str, Any]:
+    """`search`'s tuning arguments from the search primitive's parameters:
+    its `cpu_` ones (`cpu_kernel`, `cpu_threads`, ...), unprefixed."""
+    return {name.removeprefix("cpu_"): value for name, value in params.items()
+            if name.startswith("cpu_")}
 
 
 def _search_attributes(*, side: str, order: str, kernel: str, threads: int,

@@ -286,15 +286,9 @@ def _cpu_interp(x, xp, fp, *, clamp_left, clamp_right, bound_x, search, portable
     if rows.implementation_for("cpu", xp.shape[0], x.size, x.dtype) != CYTHON:
         return _searched(x, xp, fp, clamp_left=clamp_left, clamp_right=clamp_right,
                          bound_x=bound_x, search=search, portable=portable)
-    f = cpu.search_interp(
-        xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
-        zero_steps=ZERO_STEPS,
-        order=params["order"], kernel=params["cpu_kernel"], threads=params["cpu_threads"],
-        min_parallel=params["cpu_min_parallel"],
-        bucket_min_bytes=params["cpu_bucket_min_bytes"],
-        table_check_ratio=params["cpu_table_check_ratio"],
-        bucket_keys_per_needle=params["cpu_bucket_keys_per_needle"],
-        count_keys=params["cpu_count_keys"], short_row_needles=params["cpu_short_row_needles"])
+    f = cpu.search_interp(xp, x.ravel(), fp, clamp_left=clamp_left, clamp_right=clamp_right,
+                          zero_steps=ZERO_STEPS, order=params["order"],
+                          **cpu.search_arguments(params))
     return f.reshape(x.shape)
 
 

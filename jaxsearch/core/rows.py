@@ -21,7 +21,6 @@ import numpy as np
 from jax.extend.core import Primitive
 
 from ..keys import WIDENED_TO_FLOAT32
-from ..tuning import CpuConfig
 from . import cpu, gpu, originals, rules
 from .implementations import CYTHON, GPU_IMPLEMENTATIONS, XLA
 
@@ -47,16 +46,13 @@ def implementation_for(platform: str | None, n: int, m: int, dtype) -> str:
     return XLA
 
 
-def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_kernel,
-                cpu_threads, cpu_min_parallel, cpu_bucket_min_bytes, cpu_table_check_ratio=None,
-                cpu_bucket_keys_per_needle=CpuConfig.bucket_keys_per_needle,
-                cpu_count_keys=CpuConfig.count_keys,
-                cpu_short_row_needles=CpuConfig.short_row_needles, portable=False):
+def search_rows(a, v, *, platform, implementation, side, order, out_dtype, portable=False,
+                **cpu_params):
     """The rows by `implementation`, else by the one `implementation_for`
     names for `platform` (None: one without kernels of its own). A GPU
-    implementation off cuda and rocm runs in its interpreter. (`portable`
-    acts in the lowering rule, which alone knows whether it lowers for an
-    export.)"""
+    implementation off cuda and rocm runs in its interpreter. `cpu_params`:
+    the search primitive's `cpu_` parameters. (`portable` acts in the
+    lowering rule, which alone knows whether it lowers for an export.)"""
     implementation = implementation or implementation_for(platform, a.shape[-1], v.shape[-1],
                                                           a.dtype)
     if implementation in GPU_IMPLEMENTATIONS:
@@ -71,12 +67,8 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, cpu_k
         return xla_rows(a, v, side=side, out_dtype=out_dtype)
     if a.dtype in WIDENED_TO_FLOAT32:
         a, v = a.astype(jnp.float32), v.astype(jnp.float32)
-    return cpu.search(a, v, side=side, order=order, kernel=cpu_kernel, out_dtype=out_dtype,
-                      threads=cpu_threads, min_parallel=cpu_min_parallel,
-                      bucket_min_bytes=cpu_bucket_min_bytes,
-                      table_check_ratio=cpu_table_check_ratio,
-                      bucket_keys_per_needle=cpu_bucket_keys_per_needle,
-                      count_keys=cpu_count_keys, short_row_needles=cpu_short_row_needles)
+    return cpu.search(a, v, side=side, order=order, out_dtype=out_dtype,
+                      **cpu.search_arguments(cpu_params))
 
 
 def xla_rows(a: jax.Array, v: jax.Array, *, side: str, out_dtype: np.dtype, **_) -> jax.Array:
