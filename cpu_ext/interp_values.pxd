@@ -63,7 +63,9 @@ cdef extern from *:
             out[k] = __builtin_isgreater(x[k], high) ? f_high : f;              \
         }
     /* jax 0.12.1 and on: a step where dx == 0; the NaNs of an infinite knot
-       or value noted in `knots`, and mended after the block, one by one. */
+       or value (at an x that is not NaN) found in a pass of their own (in
+       the formula's loop, gcc vectorises it no more) and mended one by
+       one. */
     #define JAXSEARCH_ZERO_STEPS(T, MADD)                                        \
         for (k = 0; k < size; k++) {                                            \
             T dx = xh[k] - xl[k];                                               \
@@ -72,10 +74,11 @@ cdef extern from *:
             T f = MADD(q, fh[k] - fl[k], fl[k]);                                \
             T at = __builtin_isgreaterequal(x[k], xh[k]) ? fh[k] : fl[k];       \
             f = step ? (x[k] != x[k] ? (T)__builtin_nan("") : at) : f;          \
-            knots |= (f != f) & (x[k] == x[k]);                                 \
             f = __builtin_isless(x[k], low) ? f_low : f;                        \
             out[k] = __builtin_isgreater(x[k], high) ? f_high : f;              \
         }                                                                       \
+        for (k = 0; k < size; k++)                                              \
+            knots |= (out[k] != out[k]) & (x[k] == x[k]);                       \
         for (k = 0; knots && k < size; k++) {                                   \
             T dx = xh[k] - xl[k], other;                                        \
             if (out[k] == out[k] || x[k] != x[k] || dx == (T)0                  \
