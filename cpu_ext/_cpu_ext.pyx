@@ -22,35 +22,7 @@ from cpython.pycapsule cimport PyCapsule_New
 cimport bucket_search
 cimport cumsum_search
 
-cdef extern from *:
-    """
-    /* Whether the CPU, and the OS's saving of its registers, run x86-64-v3
-       code (what gcc and clang's -march=x86-64-v3 may emit). */
-    #if defined(__x86_64__) && defined(__GNUC__)
-    #include <cpuid.h>
-    static int jaxsearch_cpu_runs_x86_64_v3(void) {
-        unsigned a, b, c, d, xcr0, xcr0_high;
-        /* leaf 1, ecx: SSE3 0, SSSE3 9, FMA 12, CX16 13, SSE4.1 19,
-           SSE4.2 20, MOVBE 22, POPCNT 23, OSXSAVE 27, AVX 28, F16C 29 */
-        const unsigned leaf1_ecx = 1u | 1u << 9 | 1u << 12 | 1u << 13 | 1u << 19
-            | 1u << 20 | 1u << 22 | 1u << 23 | 1u << 27 | 1u << 28 | 1u << 29;
-        /* leaf 7, ebx: BMI1 3, AVX2 5, BMI2 8 */
-        const unsigned leaf7_ebx = 1u << 3 | 1u << 5 | 1u << 8;
-        /* leaf 0x80000001, ecx: LAHF/SAHF 0, LZCNT 5 */
-        const unsigned ext1_ecx = 1u | 1u << 5;
-        if (!__get_cpuid(1, &a, &b, &c, &d) || (c & leaf1_ecx) != leaf1_ecx) return 0;
-        /* XCR0 (OSXSAVE, checked above, makes xgetbv legal): the OS saves
-           the SSE (bit 1) and AVX (bit 2) registers. */
-        __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
-        if ((xcr0 & 6u) != 6u) return 0;
-        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (b & leaf7_ebx) != leaf7_ebx) return 0;
-        return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & ext1_ecx) == ext1_ecx;
-    }
-    #else
-    static int jaxsearch_cpu_runs_x86_64_v3(void) { return 0; }
-    #endif
-    """
-    int cpu_runs_x86_64_v3 "jaxsearch_cpu_runs_x86_64_v3"() noexcept nogil
+from cpu_features cimport cpu_fuses_madd, cpu_runs_x86_64_v3
 
 include "ffi_common.pxi"
 include "searchsorted_handler.pxi"
@@ -120,6 +92,12 @@ def runs_x86_64_v3():
     AVX, AVX2, BMI1, BMI2, FMA, F16C, LZCNT and MOVBE, with the AVX registers
     saved across context switches. False on any other architecture."""
     return bool(cpu_runs_x86_64_v3())
+
+
+def fuses_madd():
+    """Whether the interp mode fuses its multiply-add into one FMA, as XLA's
+    code for this CPU does: where the CPU runs FMA (always off x86-64)."""
+    return bool(cpu_fuses_madd())
 
 
 def planned_threads(long rows, long n, long m, int threads, long min_parallel,

@@ -31,17 +31,6 @@ from bin_table cimport prefetch
 
 cdef extern from *:
     """
-    /* Whether XLA's CPU code fuses a * b + c into one FMA on this CPU: it
-       compiles for the host and contracts where the host has FMA (on
-       x86-64 a feature, elsewhere, as on aarch64, part of the base ISA). */
-    static int jaxsearch_cpu_fuses_madd(void) {
-    #if defined(__x86_64__) && defined(__GNUC__)
-        return __builtin_cpu_supports("fma");
-    #else
-        return 1;
-    #endif
-    }
-
     /* The formula over a block, branch-free so that it runs in SIMD lanes:
        gcc keeps a loop of selects after comparisons scalar unless it may
        assume no floating-point trap (clang assumes so by default). The
@@ -112,7 +101,6 @@ cdef extern from *:
     JAXSEARCH_INTERP_BLOCK(jaxsearch_interp_f64, double, __builtin_fma, __builtin_fabs,
                            0x1p-104)
     """
-    bint cpu_fuses_madd "jaxsearch_cpu_fuses_madd"() noexcept nogil
     void formula_f32 "jaxsearch_interp_f32"(
         const float* x, const float* xl, const float* xh, const float* fl, const float* fh,
         long size, float low, float high, float f_low, float f_high, int fused,
@@ -144,7 +132,7 @@ cdef struct InterpValues:
     const void* fp
     bint clamp_left     # below xp[0], fp[0]
     bint clamp_right    # above xp[n - 1], fp[n - 1]
-    bint fused          # the multiply-add in one FMA (cpu_fuses_madd)
+    bint fused          # the multiply-add in one FMA (cpu_features.cpu_fuses_madd)
     bint zero_steps     # FORMULA_ZERO_STEPS, else FORMULA_EPSILON_STEPS
 
 

@@ -77,7 +77,8 @@ from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bu
                             partition_slice, search_bucket_run, place_slice, slice_start,
                             buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
-from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, cpu_fuses_madd, interp_values
+from cpu_features cimport cpu_fuses_madd
+from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, interp_values
 
 # `kernel`: which kernel serves sorted needles.
 cdef enum:

@@ -10,6 +10,7 @@ XLA, which the installed jax's model matches in tests/core/test_interp.py."""
 from __future__ import annotations
 
 import functools
+import importlib
 
 import jax
 import jax.numpy as jnp
@@ -140,6 +141,19 @@ def test_interp_takes_the_buckets_and_the_table():
                 return jaxsearch.interp(x, xp, fp)
             assert_cpu_kernel(f, x, xp, fp, target=cpu.INTERP_TARGET_NAME, order="check")
             assert_same_bits(jax.jit(f)(x, xp, fp), reference(x, xp, fp, True, True))
+
+
+def test_fuses_where_xla_fuses():
+    """The mode fuses its multiply-add where XLA's code for this CPU does:
+    a product whose low bits a separate add rounds away. (The CPU's answer,
+    not the compiler's: in the wheel's baseline module, built by zig's
+    clang, __builtin_cpu_supports said no FMA on a CPU with FMA.)"""
+    a, c = np.float32(1 + 2**-12), np.float32(-1)
+    exact = float(np.float64(a) * np.float64(a) + np.float64(c))
+    xla = float(jax.jit(lambda a, c: a * a + c)(a, c))
+    assert xla in (exact, float(a * a + c))
+    module = importlib.import_module(cpu.EXTENSION_MODULE)
+    assert module.fuses_madd() == (xla == exact)
 
 
 def test_operands_are_checked():
