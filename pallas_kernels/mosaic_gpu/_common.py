@@ -53,6 +53,15 @@ def as_kernel_operand(x):
     return x
 
 
+def _read_only_ref():
+    """inline_mgpu's type for a ref its code only reads. From jax 0.12.1 a
+    RefType says whether the code writes the ref, and is taken to unless
+    told not to; a kernel may then not be handed that ref as an input."""
+    if any(field.name == "write" for field in dataclasses.fields(plgpu.RefType)):
+        return plgpu.RefType(write=False)
+    return plgpu.RefType()
+
+
 def _widen(x):
     """8-bit integers as 16-bit ones of the same signedness: the same order,
     and arithmetic Mosaic GPU can do."""
@@ -176,7 +185,7 @@ class Lanes:
         is_signed = _is_signed(ref.dtype)
 
         @plgpu.inline_mgpu(
-            arg_types=(plgpu.RefType(), self.layout),
+            arg_types=(_read_only_ref(), self.layout),
             return_type=plgpu.ShapeDtypeStruct((self.size,), ref.dtype, layout=self.layout),
         )
         def gather(ctx, memory, index):
