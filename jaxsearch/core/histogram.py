@@ -33,10 +33,14 @@ _MIN_BLOCK = 64
 # while nbins * (blocks + 2 * block) stays within this many times n.
 _MAX_WORK = 2
 
+# jnp.histogram takes a string of bins ("sqrt", "sturges") from jax 0.12.1;
+# before, a TypeError as for any non-array.
+STRING_BINS = jax.__version_info__ >= (0, 12, 1)
+
 
 def histogram(
     a: jax.typing.ArrayLike,
-    bins: jax.typing.ArrayLike = 10,
+    bins: jax.typing.ArrayLike | str = 10,
     range: Sequence[jax.typing.ArrayLike] | None = None,
     weights: jax.typing.ArrayLike | None = None,
     density: bool | None = None,
@@ -68,7 +72,9 @@ def histogram(
       bins: the number of equal bins between ``range`` (default 10), or a
         1-D array of edges, increasing (a bin is [left, right), the last
         [left, right]). With edges that do not increase the counts are
-        unspecified (numpy refuses such edges).
+        unspecified (numpy refuses such edges). From jax 0.12.1, as jnp
+        takes them: "sqrt" or "sturges", a number of bins counted from the
+        size of `a` (without weights).
       range: (low, high) of the equal bins; None: the minimum and maximum of
         `a`. Ignored when `bins` are edges.
       weights: one weight per value, the shape of `a`; None: each counts 1.
@@ -79,7 +85,10 @@ def histogram(
 
     Raises:
       TypeError: an input is not a numeric array or scalar (a list, a
-        string...), `bins` is neither an integer nor 1-D, as jnp raises.
+        string...), `bins` is neither an integer nor 1-D, or is a string
+        with weights, as jnp raises.
+      NotImplementedError: `bins` is a string jnp does not take (jax
+        0.12.1 and on).
       ValueError: `weights` is not the shape of `a`, `range` is not a pair,
         or `a` is empty and has no range.
       IndexError: `bins` is an empty array of edges.
@@ -90,7 +99,10 @@ def histogram(
       Array([1., 1., 2.], dtype=float32)
     """
     check_arraylike("histogram", "a", a)
-    check_arraylike("histogram", "bins", bins)
+    if not (STRING_BINS and isinstance(bins, str)):
+        check_arraylike("histogram", "bins", bins)
+    elif weights is not None:  # as jnp, where it takes a string
+        raise TypeError("histogram: bins counted from the data (a string) take no weights")
     if weights is not None:
         check_arraylike("histogram", "weights", weights)
         if np.shape(a) != np.shape(weights):

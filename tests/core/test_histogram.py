@@ -159,6 +159,9 @@ def test_nearly_sorted_input():
     (([1.0, 2.0],), {}),                                   # a list
     ((jnp.ones(3), [0.0, 1.0]), {}),                       # edges as a list
     ((jnp.ones(3), "auto"), {}),                           # a string of bins
+    ((jnp.arange(10.0), "sqrt"), {}),                      # one jax 0.12.1 takes
+    ((jnp.arange(10.0), "sturges"), {"range": (2, 5)}),
+    ((jnp.ones(3), "sqrt"), {"weights": jnp.ones(3)}),     # a string with weights
     ((jnp.ones(3), 2.5), {}),                              # a non-integer number
     ((jnp.ones(3), jnp.ones((2, 2))), {}),                 # 2-D edges
     ((jnp.ones(3), jnp.zeros(0)), {}),                     # no edges
