@@ -22,7 +22,7 @@ from cpython.pycapsule cimport PyCapsule_New
 cimport bucket_search
 cimport cumsum_search
 
-from cpu_features cimport cpu_fuses_madd, cpu_runs_x86_64_v3
+from cpu_features cimport cpu_runs_x86_64_v3
 
 include "ffi_common.pxi"
 include "searchsorted_handler.pxi"
@@ -97,7 +97,7 @@ def runs_x86_64_v3():
 def fuses_madd():
     """Whether the interp mode fuses its multiply-add into one FMA, as XLA's
     code for this CPU does: where the CPU runs FMA (always off x86-64)."""
-    return bool(cpu_fuses_madd())
+    return bool(FUSES_MADD)
 
 
 def planned_threads(long rows, long n, long m, int threads, long min_parallel,

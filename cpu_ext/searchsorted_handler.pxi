@@ -80,6 +80,10 @@ from gather_probes cimport GATHER_LANES, gathers_take
 from cpu_features cimport cpu_fuses_madd
 from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, interp_values
 
+# Asked of the CPU once, at import: cpuid may leave a virtual machine for
+# its hypervisor, too slow for every interp call.
+cdef bint FUSES_MADD = cpu_fuses_madd()
+
 # `kernel`: which kernel serves sorted needles.
 cdef enum:
     KERNEL_MERGE = 0
@@ -914,7 +918,7 @@ cdef const char* run_search(const XLA_FFI_CallFrame* cf, bint interp,
     if interp:
         job.interp.fp = (<const XLA_FFI_Buffer*>cf.args.args[2]).data
         job.interp.clamp_left, job.interp.clamp_right = attrs.clamp_left, attrs.clamp_right
-        job.interp.fused = cpu_fuses_madd()
+        job.interp.fused = FUSES_MADD
         job.interp.zero_steps = attrs.formula == FORMULA_ZERO_STEPS
     message = search_plan(job, cf, attrs.threads, attrs.min_parallel, attrs.bucket_min_bytes,
                           attrs.bucket_density, attrs.short_rows)
