@@ -28,11 +28,8 @@ from libc.stdlib cimport free, malloc, qsort
 
 from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_nan,
                              count_before, narrow_lanes, probe_levels, probe_lanes, probe_one,
-                             KeyInterval, disjoint, gathers_serve, gather_lanes)
+                             KeyInterval, disjoint, gathers_serve, gather_lanes, prefetch)
 from gather_probes cimport GATHER_LANES
-
-cdef extern from *:
-    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
 
 cdef enum:
     # Keys of `a` per bin, on evenly spread keys: 8 and 16 measured alike

@@ -104,8 +104,8 @@ def test_the_routes_edges(rows, m):
 
 
 @settings(max_examples=40, deadline=None)
-@given(rows=st.integers(2, 40), n=st.integers(1, 70), m=st.integers(1, SHORT - 1),
-       dtype=st.sampled_from(["float32", "int8", "uint16"]), side=st.sampled_from(SIDES),
+@given(rows=st.integers(2, 150), n=st.integers(1, 70), m=st.integers(1, SHORT - 1),
+       dtype=st.sampled_from(["float32", "int32", "int8", "uint16"]), side=st.sampled_from(SIDES),
        order=st.sampled_from(ORDERS), seed=st.integers(0, 2**32 - 1))
 def test_property_any_rows(rows, n, m, dtype, side, order, seed):
     rng = np.random.default_rng(seed)
