@@ -28,7 +28,7 @@ from search_kernels cimport key_t, idx_t, side_t
 from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_place, bin_window,
                        prefetch, table_kernel)
 from huge_pages cimport huge_malloc, scratch_malloc, scratch_free
-from interp_values cimport InterpValues, interp_values
+from interp_values cimport InterpValues, fp_shadow, interp_values
 
 cdef extern from *:
     """
@@ -425,9 +425,7 @@ cdef inline void search_bucket_run(const key_t* a, Py_ssize_t na, Py_ssize_t n,
                 size = min(<Py_ssize_t>SEARCH_CHUNK, end - j)
                 done += size
                 prefetch_share(span, done, total)
-                table_kernel(a, na, n, keys + j, size, chunk, t, side,
-                             <const char*>interp.fp - <const char*>a if interp.fp != NULL
-                             else 0)
+                table_kernel(a, na, n, keys + j, size, chunk, t, side, fp_shadow(interp, a))
                 if interp.fp != NULL:
                     if key_t is float and idx_t is int32_t:
                         interp_values(interp, a, n, keys + j, size, chunk, <float*>chunk)

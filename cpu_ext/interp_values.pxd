@@ -26,8 +26,7 @@
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
-from search_kernels cimport idx_t
-from bin_table cimport prefetch
+from search_kernels cimport idx_t, prefetch
 
 cdef extern from *:
     """
@@ -134,6 +133,13 @@ cdef struct InterpValues:
     bint clamp_right    # above xp[n - 1], fp[n - 1]
     bint fused          # the multiply-add in one FMA (cpu_features.cpu_fuses_madd)
     bint zero_steps     # FORMULA_ZERO_STEPS, else FORMULA_EPSILON_STEPS
+
+
+cdef inline Py_ssize_t fp_shadow(const InterpValues* interp, const void* a) noexcept nogil:
+    """Bytes from a key of the row `a` to its value in fp, the prefetch
+    shadow that table_kernel takes in interp mode; 0 where the call only
+    searches."""
+    return <const char*>interp.fp - <const char*>a if interp.fp != NULL else 0
 
 
 cdef inline int64_t segment_end(int64_t found, int64_t n) noexcept nogil:

@@ -79,7 +79,7 @@ from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bu
                             buckets_pay)
 from gather_probes cimport GATHER_LANES, gathers_take
 from cpu_features cimport cpu_fuses_madd
-from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, interp_values
+from interp_values cimport FORMULA_ZERO_STEPS, InterpValues, fp_shadow, interp_values
 
 # Asked of the CPU once, at import: cpuid may leave a virtual machine for
 # its hypervisor, too slow for every interp call.
@@ -334,8 +334,7 @@ cdef int search_any_needles(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssi
         j = 0
         while j < m:
             chunk = min(<Py_ssize_t>INTERP_CHUNK, m - j)
-            table_kernel(a, na, n, v + j, chunk, out + j, table, side,
-                         <const char*>job.interp.fp - <const char*>a)
+            table_kernel(a, na, n, v + j, chunk, out + j, table, side, fp_shadow(&job.interp, a))
             answers_to_values(job, a, v + j, chunk, out + j)
             j += chunk
         return ANSWERS_VALUES

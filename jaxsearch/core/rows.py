@@ -53,6 +53,9 @@ def search_rows(a, v, *, platform, implementation, side, order, out_dtype, porta
     implementation off cuda and rocm runs in its interpreter. `cpu_params`:
     the search primitive's `cpu_` parameters. (`portable` acts in the
     lowering rule, which alone knows whether it lowers for an export.)"""
+    stray = sorted(name for name in cpu_params if not name.startswith("cpu_"))
+    if stray:  # a parameter of the primitive that no route reads
+        raise TypeError(f"search_rows: unexpected parameters {stray}")
     implementation = implementation or implementation_for(platform, a.shape[-1], v.shape[-1],
                                                           a.dtype)
     if implementation in GPU_IMPLEMENTATIONS:

@@ -16,7 +16,7 @@ from helpers.served import assert_cpu_kernel, assert_jnp
 from helpers.tiers import tiered
 
 import jaxsearch
-from jaxsearch.core import cpu, cumsum, primitive
+from jaxsearch.core import cpu, cumsum, primitive, rows
 from jaxsearch.core.order import ORDERS
 
 SIDES = ["left", "right"]
@@ -370,3 +370,17 @@ def test_bad_inputs():
         jaxsearch.searchsorted(jnp.float32(1.0), 1.0)
     with pytest.raises(TypeError, match="array"):
         jaxsearch.searchsorted([1, 2, 3], 2)
+
+
+def test_search_rows_refuses_a_parameter_no_route_reads():
+    """The rows' routes read the primitive's `cpu_` parameters by name
+    (cpu.search_arguments), so a misspelt or new one must not pass unread."""
+    a, v = jnp.arange(8, dtype=jnp.float32), jnp.arange(3, dtype=jnp.float32)
+    with pytest.raises(TypeError, match=r"unexpected parameters \['kernel'\]"):
+        rows.search_rows(a, v, platform="cpu", implementation=None, side="left", order="any",
+                         out_dtype=np.int32, kernel="merge")
+    np.testing.assert_array_equal(
+        rows.search_rows(a, v, platform="cpu", implementation=None, side="left", order="any",
+                         out_dtype=np.int32, cpu_kernel="merge", cpu_threads=1,
+                         cpu_min_parallel=1),
+        np.searchsorted(np.arange(8), np.arange(3)))
