@@ -3,7 +3,7 @@
 # keys, GATHER_LANES needles at a time in AVX2 registers: each level loads
 # eight lanes' keys with one gather and updates both bounds with two blends.
 # The same probes, so the same answers as jnp on any `a`. Each lane may
-# search a row of its own (a batch of short rows: gather_rows, gather_row_block).
+# search a row of its own (a batch of short rows: gather_rows, row_block).
 #
 # Only the x86-64-v3 module (meson.build) has them: in the baseline module
 # and on other architectures GATHER_PROBES is 0, the functions below are

@@ -442,14 +442,17 @@ cdef inline int probe_levels(Py_ssize_t n) noexcept nogil:
 
 
 cdef inline void probe_lanes(const key_t* a, Py_ssize_t n, int levels, const key_t* v,
-                             idx_t* out, const side_t* side) noexcept nogil:
+                             idx_t* out, const side_t* side,
+                             const int64_t* starts=NULL) noexcept nogil:
     """out[k] for the LANES needles v[0:LANES], by jnp's probe recurrence
     (jax's _searchsorted_scan_impl): `levels` times mid = low + (high - low)
     // 2, then (low, high) = (mid, high) if a[mid] is counted else (low,
     mid); the answer is high. Same probes, so the same answers as jnp on any
     `a`, sorted or not (a NaN needle is answered by the caller). Every mid
     lies in [0, n). Branch-free (two selects), the lanes in lock-step so
-    that their cache misses overlap."""
+    that their cache misses overlap. With `starts`, lane k searches the row
+    a[starts[k]:][:n] (its bounds run from starts[k], as gather_lanes'
+    do)."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t low[LANES]
     cdef Py_ssize_t high[LANES]
@@ -457,8 +460,8 @@ cdef inline void probe_lanes(const key_t* a, Py_ssize_t n, int levels, const key
     cdef bint c
     cdef int level
     for k in range(LANES):
-        low[k] = 0
-        high[k] = n
+        low[k] = starts[k] if starts != NULL else 0
+        high[k] = low[k] + n
     for level in range(levels):
         for k in range(LANES):
             # low + (high - low) // 2, as both are below 2^62.
@@ -467,7 +470,7 @@ cdef inline void probe_lanes(const key_t* a, Py_ssize_t n, int levels, const key
             low[k] = mid if c else low[k]
             high[k] = high[k] if c else mid
     for k in range(LANES):
-        out[k] = <idx_t>high[k]
+        out[k] = <idx_t>(high[k] - (starts[k] if starts != NULL else 0))
 
 
 cdef inline Py_ssize_t probe_one(const key_t* a, Py_ssize_t n, int levels, key_t x,
@@ -650,27 +653,30 @@ cdef inline void gather_rows(const key_t* base, const key_t** a, const key_t** v
 
 
 cdef enum:
-    # gather_row_block prefetches the rows of the group this many groups
-    # ahead, where a row spans at most ROW_PREFETCH_BYTES: 320,000 rows of
-    # 9 float32 keys (11.5 MB), one needle each, 1.26 -> 0.59 ms on 2
-    # threads. Rows of 64 keys gained nothing; longer rows have lines the
+    # row_block prefetches the rows of the group this many groups ahead,
+    # where a row spans at most ROW_PREFETCH_BYTES: 320,000 rows of 9
+    # float32 keys (11.5 MB), one needle each, 1.26 -> 0.59 ms on 2 threads
+    # in gathers. Rows of 64 keys gained nothing; longer rows have lines the
     # probes never read.
     PREFETCH_GROUPS = 2
     ROW_PREFETCH_BYTES = 128
 
 
-cdef inline void gather_row_block(const key_t* a, const key_t* v, idx_t* out, Py_ssize_t n,
-                                  Py_ssize_t m, int64_t rows, const side_t* side) noexcept nogil:
-    """gather_rows for `rows` rows laid end to end: row r's keys
-    a[r * n:][:n], its needles v[r * m:][:m], its answers out[r * m:][:m];
-    where gathers_serve(a, rows * n). Each group's starts are a product and
-    its needles a stride: the per-row pointers of gather_rows cost more than
-    the probes of rows of a few keys (80,000 rows of 9 float32 keys, one
-    needle each, on 2 threads: two thirds of the time, 0.33-0.39 -> 0.21-0.24
-    ms). The last group repeats its last row."""
+cdef inline void row_block(const key_t* a, const key_t* v, idx_t* out, Py_ssize_t n,
+                           Py_ssize_t m, int64_t rows, const side_t* side) noexcept nogil:
+    """gather_rows, or probe_rows where gathers do not serve, for `rows`
+    rows laid end to end: row r's keys a[r * n:][:n], its needles
+    v[r * m:][:m], its answers out[r * m:][:m]. Each group's starts are a
+    product and its needles a stride: the per-row pointers of gather_rows
+    cost more than the probes of rows of a few keys (80,000 rows of 9
+    float32 keys, one needle each, on 2 threads: two thirds of the time,
+    0.33-0.39 -> 0.21-0.24 ms). The last group repeats its last row."""
     cdef bint right = side_t is RightSide
+    cdef bint gathers = gathers_serve(a, rows * n)
+    cdef int64_t lanes = GATHER_LANES if gathers else LANES
     cdef int levels = probe_levels(n)
-    cdef int32_t starts[GATHER_LANES]
+    cdef int64_t starts[GATHER_LANES]
+    cdef int32_t narrow_starts[GATHER_LANES]
     cdef key_t x[GATHER_LANES]
     cdef idx_t answers[GATHER_LANES]
     cdef const key_t* needles
@@ -680,30 +686,34 @@ cdef inline void gather_row_block(const key_t* a, const key_t* v, idx_t* out, Py
     cdef bint row_lines = n * sizeof(key_t) <= ROW_PREFETCH_BYTES
     cdef int64_t ahead, byte
     while first < rows:
-        last = min(first + GATHER_LANES, rows) - 1
+        last = min(first + lanes, rows) - 1
         # One needle per row in a whole group: its needles and answers are
         # runs of v and out, read and written in place.
-        whole = m == 1 and last - first + 1 == GATHER_LANES
-        for k in range(GATHER_LANES):
-            starts[k] = <int32_t>(min(first + k, last) * n)
+        whole = m == 1 and last - first + 1 == lanes
+        for k in range(lanes):
+            starts[k] = min(first + k, last) * n
+            narrow_starts[k] = <int32_t>starts[k]  # gathers_serve: below 2^31
         if row_lines:
-            ahead = min((first + PREFETCH_GROUPS * GATHER_LANES) * n, rows * n)
-            for byte in range(0, (min(ahead + GATHER_LANES * n, rows * n) - ahead)
-                              * sizeof(key_t), 64):
+            ahead = min((first + PREFETCH_GROUPS * lanes) * n, rows * n)
+            for byte in range(0, (min(ahead + lanes * n, rows * n) - ahead) * sizeof(key_t),
+                              64):
                 prefetch(<const char*>(a + ahead) + byte)
         for j in range(m):
             if whole:
                 needles, into = v + first, out + first
             else:
-                for k in range(GATHER_LANES):
+                for k in range(lanes):
                     x[k] = v[min(first + k, last) * m + j]
                 needles, into = x, answers
             nan_seen = False
-            for k in range(GATHER_LANES):
+            for k in range(lanes):
                 nan_seen |= is_nan(needles[k])
-            gather_lanes(a, starts, n, levels, needles, into, side)
+            if gathers:
+                gather_lanes(a, narrow_starts, n, levels, needles, into, side)
+            else:
+                probe_lanes(a, n, levels, needles, into, side, starts)
             if nan_seen:
-                for k in range(GATHER_LANES):
+                for k in range(lanes):
                     if is_nan(needles[k]):
                         into[k] = <idx_t>nan_needle_answer(a + starts[k], n, levels, right)
             if not whole:

@@ -29,7 +29,7 @@
 # neither phase's per-row work: with fewer than `short_rows` needles a
 # row, phase 1's parts are runs of whole rows, searched by jnp's probes
 # LANES rows in lock-step (probe_rows; GATHER_LANES rows in gathers,
-# gather_rows, or gather_row_block where neither operand broadcasts, so
+# gather_rows; row_block for either where neither operand broadcasts, so
 # that the rows lie end to end), and nothing is checked.
 # Phase 0 also lists a row's descents, up to one per 64 keys (a float32
 # running sum of weights has some), and flags the row only past them:
@@ -69,7 +69,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              Checked, is_nan, is_sorted, in_order, in_order_blocks, non_nan_prefix,
                              merge_kernel, runs_kernel, bisect_kernel, lower_bound_kernel,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
-                             gather_rows, gather_row_block, gathers_serve,
+                             gather_rows, row_block, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
 from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
                        build_bin_table, fill_samples, free_bin_table, table_kernel,
@@ -529,14 +529,14 @@ cdef void run_short_rows(const SearchJob* job, long part, const key_t* a, const 
     cdef idx_t* out_rows[GATHER_LANES]
     out += first * m
     # Neither operand broadcast: each row's operands lie where its output does.
-    if (gathers and operand_rows(job.shape.a_buf) == job.shape.rows
+    if (operand_rows(job.shape.a_buf) == job.shape.rows
             and operand_rows(job.shape.v_buf) == job.shape.rows):
         a += first * job.shape.n
         v += first * m
         if job.right:
-            gather_row_block(a, v, out, job.shape.n, m, count, <const RightSide*>NULL)
+            row_block(a, v, out, job.shape.n, m, count, <const RightSide*>NULL)
         else:
-            gather_row_block(a, v, out, job.shape.n, m, count, <const LeftSide*>NULL)
+            row_block(a, v, out, job.shape.n, m, count, <const LeftSide*>NULL)
         return
     start_rows(&job.shape, first, &cursor)
     r = 0
