@@ -29,7 +29,7 @@ from libc.stdlib cimport free, malloc, qsort
 from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_nan,
                              count_before, narrow_lanes, probe_levels, probe_lanes, probe_one,
                              KeyInterval, disjoint, gathers_serve, gather_lanes, prefetch)
-from gather_probes cimport GATHER_LANES
+from gather_probes cimport GATHER_LANES, table_windows
 
 cdef enum:
     # Keys of `a` per bin, on evenly spread keys: 8 and 16 measured alike
@@ -44,11 +44,17 @@ cdef enum:
     # searched, so that the lookups' and the first probes' cache misses
     # overlap (8 groups: 1.4x faster than one at a time, N = M = 1e6).
     TABLE_GROUPS = 8
-    # Bytes of `a` below which a plain binary search is as fast, its keys in
-    # the first levels of cache (one core, against lower_bound_kernel: N =
-    # 1e4 0.87-1.0x, 3e4 0.9-1.2x, 1e5 1.07-1.34x, 3e5 1.2-1.9x, from 1e5
-    # needles up; 8-byte keys gain from fewer keys than 4-byte ones).
-    TABLE_MIN_BYTES = 131072  # 2**17
+    # Bytes of `a` below which a plain binary search is as fast: a row of
+    # a few hundred keys takes no more levels than a window (1e6 uniform
+    # float32 needles on 2 cores, AMD EPYC, against the gathers over all of
+    # `a`: N = 800 3.7 -> 2.0-2.8 ms, N = 1e3 3.0-3.5 -> 2.1-2.6, N = 1e4
+    # 4.8-5.0 -> 2.9-3.4; N = 200 and 500 no table, alike).
+    TABLE_MIN_BYTES = 2048
+    # Bytes of `a` from which table_block prefetches the block's entries
+    # and windows: below, the keys and the table stay in L2, and the
+    # prefetches only cost (N = 1e3 float32, 1e6 needles: 3.2-3.4 -> 2.1-2.6
+    # ms without them).
+    TABLE_PREFETCH_BYTES = 131072  # 2**17
     # A table entry: a position below 2^30 (rows of more keys take no
     # table), and a bit that marks a bin some descent's interval meets.
     POSITION = 0x3fffffff
@@ -241,22 +247,23 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     lanes run in lock-step), each lane's window moved left where it would
     pass na: groups of GATHER_LANES by jnp's probes in AVX2 gathers where
     gathers_serve (the window holds the one boundary every correct search
-    finds), else of LANES by narrow_lanes. Marked and NaN needles get a
-    lane too; the caller replaces their answers where needed
-    (answer_aside), finding them by `aside` (aside_flag of each needle)
-    where the result, the flags' union, is not 0. Where `shadow` is not 0,
-    the line `shadow` bytes past each window's middle is prefetched with it:
-    the interp mode's line of fp (interp_values.pxd)."""
+    finds; the windows found in AVX2 lanes too, by table_windows), else of
+    LANES by narrow_lanes. Marked and NaN needles get a lane too; the
+    caller replaces their answers where needed (answer_aside), finding
+    them by `aside` (aside_flag of each needle) where the result, the
+    flags' union, is not 0. Where `shadow` is not 0, the line `shadow`
+    bytes past each window's middle is prefetched with it: the interp
+    mode's line of fp (interp_values.pxd)."""
     cdef bint right = side_t is RightSide
-    cdef bint gathered = gathers_serve(a, na)
-    cdef Py_ssize_t group = GATHER_LANES if gathered else LANES
+    cdef bint prefetched = na * <Py_ssize_t>sizeof(key_t) >= TABLE_PREFETCH_BYTES
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
     cdef int32_t bins[TABLE_GROUPS * LANES]
+    cdef int32_t starts[TABLE_GROUPS * LANES]
     cdef Py_ssize_t width[TABLE_GROUPS]
-    cdef int32_t starts[GATHER_LANES]
     cdef const key_t* base[LANES]
     cdef key_t x[LANES]
     cdef Py_ssize_t g, k, b, w, last
+    cdef int32_t gathered_width
     cdef uint32_t marks = 0
     # The block's table entries prefetched all at once: loaded one group at
     # a time, each stalled the group's windows (at N = 1e6 float32 the table
@@ -266,11 +273,30 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     # of this kernel's samples within buckets (N = M = 1e7).
     for k in range(TABLE_GROUPS * LANES):
         bins[k] = <int32_t>bin_place(t, <double>v[k])
-    for k in range(TABLE_GROUPS * LANES):
-        prefetch(&t.start[bins[k]])
-    for g in range(TABLE_GROUPS * LANES // group):
+    if prefetched:
+        for k in range(TABLE_GROUPS * LANES):
+            prefetch(&t.start[bins[k]])
+    if gathers_serve(a, na):
+        for g in range(TABLE_GROUPS * LANES // GATHER_LANES):
+            k = g * GATHER_LANES
+            marks |= table_windows(key_t is float, v + k, bins + k, t.start, POSITION, MARKED,
+                                   TABLE_STRIDE - 1, <int32_t>na, starts + k, aside + k,
+                                   &gathered_width)
+            width[g] = gathered_width
+            if prefetched:
+                for k in range(k, k + GATHER_LANES):
+                    prefetch(a + starts[k] + (gathered_width >> 1))
+                    if shadow:
+                        prefetch(<const char*>(a + starts[k] + (gathered_width >> 1)) + shadow)
+        for g in range(TABLE_GROUPS * LANES // GATHER_LANES):
+            k = g * GATHER_LANES
+            gather_lanes(a, starts + k, width[g], probe_levels(width[g]), v + k, out + k, side)
+            for k in range(k, k + GATHER_LANES):
+                out[k] += starts[k]
+        return marks
+    for g in range(TABLE_GROUPS):
         w = 1
-        for k in range(g * group, (g + 1) * group):
+        for k in range(g * LANES, (g + 1) * LANES):
             b = bins[k]
             aside[k] = aside_flag(t, b, v[k])
             marks |= aside[k]
@@ -278,20 +304,13 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
             w = max(w, last - lo[k] + 1)
         w = min(w, na)
         width[g] = w
-        for k in range(g * group, (g + 1) * group):
+        for k in range(g * LANES, (g + 1) * LANES):
             lo[k] = min(lo[k], na - w)
-            prefetch(a + lo[k] + (w >> 1))
-            if shadow:
-                prefetch(<const char*>(a + lo[k] + (w >> 1)) + shadow)
-    for g in range(TABLE_GROUPS * LANES // group):
-        if gathered:
-            for k in range(GATHER_LANES):
-                starts[k] = <int32_t>lo[g * group + k]
-            gather_lanes(a, starts, width[g], probe_levels(width[g]), v + g * group,
-                         out + g * group, side)
-            for k in range(GATHER_LANES):
-                out[g * group + k] += starts[k]
-            continue
+            if prefetched:
+                prefetch(a + lo[k] + (w >> 1))
+                if shadow:
+                    prefetch(<const char*>(a + lo[k] + (w >> 1)) + shadow)
+    for g in range(TABLE_GROUPS):
         for k in range(LANES):
             base[k] = a + lo[g * LANES + k]
             x[k] = v[g * LANES + k]
@@ -301,7 +320,6 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
             out[g * LANES + k] = <idx_t>((<const char*>base[k] - <const char*>a) // sizeof(key_t)
                                          + before(base[k][0], x[k], right))
     return marks
-
 
 cdef struct Probes:
     # Needles of marked bins waiting for jnp's probes, LANES at a time.

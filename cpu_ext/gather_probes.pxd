@@ -61,11 +61,67 @@ cdef extern from *:
             _mm256_storeu_si256((__m256i*)(out + 8 * q), starts ? _mm256_sub_epi32(high[q], \\
                 _mm256_loadu_si256((const __m256i*)(starts + 8 * q))) : high[q]); \\
     }
+    /* The windows of 64 needles in a bin table (bin_table.pxd), their
+       bins known: first = max(start[b] - back, 0) and last = start[b + 1]
+       (entries without their mark bit: & position) in eight lanes at a
+       time, where table_block's scalar loop took most of its time on keys
+       in cache. Stores each needle's flag (the entry's mark bit, and 1 for
+       a NaN float) in aside[k], and in lo[k] its window's first key, moved left
+       so that the window of *width keys (the widest, at most na) ends by
+       na; returns the flags' union. */
+    static inline uint32_t jaxsearch_table_windows(int floats, const void* v,
+            const int32_t* bins, const uint32_t* start, uint32_t position_bits,
+            uint32_t mark, int32_t back, int32_t na, int32_t* lo, uint32_t* aside,
+            int32_t* width) {
+        const __m256i position = _mm256_set1_epi32((int)position_bits);
+        const __m256i marked = _mm256_set1_epi32((int)mark);
+        const __m256i one = _mm256_set1_epi32(1);
+        __m256i first[8], widest = one, flags = _mm256_setzero_si256(), b, entry, last, flag;
+        __m128i half;
+        __m256 x;
+        int32_t w;
+        int q;
+        for (q = 0; q < 8; q++) {
+            b = _mm256_loadu_si256((const __m256i*)(bins + 8 * q));
+            entry = _mm256_i32gather_epi32((const int*)start, b, 4);
+            last = _mm256_and_si256(_mm256_i32gather_epi32((const int*)start + 1, b, 4), position);
+            flag = _mm256_and_si256(entry, marked);
+            if (floats) {
+                x = _mm256_loadu_ps((const float*)v + 8 * q);
+                flag = _mm256_or_si256(flag, _mm256_and_si256(
+                    _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)), one));
+            }
+            _mm256_storeu_si256((__m256i*)(aside + 8 * q), flag);
+            flags = _mm256_or_si256(flags, flag);
+            first[q] = _mm256_max_epi32(_mm256_sub_epi32(_mm256_and_si256(entry, position),
+                                                         _mm256_set1_epi32(back)),
+                                        _mm256_setzero_si256());
+            widest = _mm256_max_epi32(widest, _mm256_add_epi32(_mm256_sub_epi32(last, first[q]),
+                                                               one));
+        }
+        half = _mm_max_epi32(_mm256_castsi256_si128(widest), _mm256_extracti128_si256(widest, 1));
+        half = _mm_max_epi32(half, _mm_shuffle_epi32(half, 0x4e));
+        half = _mm_max_epi32(half, _mm_shuffle_epi32(half, 0xb1));
+        w = _mm_cvtsi128_si32(half);
+        w = w < na ? w : na;
+        for (q = 0; q < 8; q++)
+            _mm256_storeu_si256((__m256i*)(lo + 8 * q),
+                                _mm256_min_epi32(first[q], _mm256_set1_epi32(na - w)));
+        *width = w;
+        half = _mm_or_si128(_mm256_castsi256_si128(flags), _mm256_extracti128_si256(flags, 1));
+        half = _mm_or_si128(half, _mm_shuffle_epi32(half, 0x4e));
+        half = _mm_or_si128(half, _mm_shuffle_epi32(half, 0xb1));
+        return (uint32_t)_mm_cvtsi128_si32(half);
+    }
     #else
     #define JAXSEARCH_GATHER_PROBES 0
     #define JAXSEARCH_GATHER(NAME, KEY, PREPARE, COUNTED) \\
     static inline void NAME(const KEY* a, const int32_t* starts, int32_t n, int levels, \\
                             const KEY* v, int32_t* out) {}
+    static inline uint32_t jaxsearch_table_windows(int floats, const void* v,
+            const int32_t* bins, const uint32_t* start, uint32_t position_bits,
+            uint32_t mark, int32_t back, int32_t na, int32_t* lo, uint32_t* aside,
+            int32_t* width) { return 0; }
     #endif
     JAXSEARCH_GATHER(jaxsearch_gather_f32_left, float, JAXSEARCH_AS_IS, JAXSEARCH_F32_LEFT)
     JAXSEARCH_GATHER(jaxsearch_gather_f32_right, float, JAXSEARCH_AS_IS, JAXSEARCH_F32_RIGHT)
@@ -100,6 +156,10 @@ cdef extern from *:
     void gather "jaxsearch_gather"(int kind, bint right, const void* a, const int32_t* starts,
                                    int32_t n, int levels, const void* v,
                                    int32_t* out) noexcept nogil
+    uint32_t table_windows "jaxsearch_table_windows"(
+        bint floats, const void* v, const int32_t* bins, const uint32_t* start,
+        uint32_t position_bits, uint32_t mark, int32_t back, int32_t na, int32_t* lo,
+        uint32_t* aside, int32_t* width) noexcept nogil
 
 cdef enum:
     # Needles per call of gather: eight vectors of eight.
