@@ -53,6 +53,8 @@ MAX_HISTOGRAM_EDGES = HISTOGRAM_EDGE_LIMIT
 # The fewest bytes of keys a row takes a bin table from, and the search's
 # `table_check` attribute for its built-in rule of which rows are checked.
 TABLE_ROW_MIN_BYTES = TABLE_MIN_BYTES
+# Rows of fewer bytes of keys take a table of a bin per key (table_stride).
+TABLE_FINE_ROW_BYTES = TABLE_PREFETCH_BYTES
 BUILT_IN_TABLE_CHECK = TABLE_CHECK_BUILT_IN
 
 

@@ -1,7 +1,7 @@
 # The bin table: a search for needles in any order that starts each one
 # near its answer. The keys' range [a[0], a[na - 1]] is cut into equal bins;
 # a table gives, for each bin, a window of `a` that holds the answer of any
-# needle in it, about TABLE_KEYS_PER_BIN keys wide on evenly spread keys. A
+# needle in it, about the table's stride wide on evenly spread keys. A
 # needle then takes one table lookup and a binary search of its window
 # (about 5 levels) instead of a binary search of all of `a` (20 levels at
 # 1e6 keys, the last of them cache misses), and the windows of a block of
@@ -10,7 +10,7 @@
 # by jnp's probes in AVX2 gathers (gather_probes.pxd), 64 at a time: 1e6
 # uniform float32 needles in 1e6 keys took 4.5 ms where the scalar lanes
 # took 7.3 (2 threads, Intel Xeon), in 1e7 keys 12.6-14.9 ms against
-# 16.3-17.4. Built from every TABLE_STRIDE-th key, in O(na / TABLE_STRIDE).
+# 16.3-17.4. Built from every stride-th key, in O(na / stride).
 #
 # Exact on any `a`, as jnp answers: a needle x whose predicate "a[i] is
 # counted for x" is monotone in i (every needle, where `a` is sorted) has
@@ -32,11 +32,11 @@ from search_kernels cimport (key_t, idx_t, side_t, RightSide, LANES, before, is_
 from gather_probes cimport GATHER_LANES, table_windows
 
 cdef enum:
-    # Keys of `a` per bin, on evenly spread keys: 8 and 16 measured alike
+    # A table's stride (table_stride) on rows of TABLE_PREFETCH_BYTES or
+    # more: a bin per TABLE_STRIDE keys on evenly spread keys, and every
+    # TABLE_STRIDE-th key places its bin (a window reaches back stride - 1
+    # keys before the first such key of its bin). 8 and 16 measured alike
     # (float32, N = M = 1e6), 4 slower to build, 32 slower to search.
-    TABLE_KEYS_PER_BIN = 8
-    # Every TABLE_STRIDE-th key places its bin: a window reaches back
-    # TABLE_STRIDE - 1 keys before the first such key of its bin.
     TABLE_STRIDE = 8
     # Samples whose bins fill_samples finds together (a check block's).
     SAMPLE_BLOCK = 128
@@ -50,10 +50,13 @@ cdef enum:
     # `a`: N = 800 3.7 -> 2.0-2.8 ms, N = 1e3 3.0-3.5 -> 2.1-2.6, N = 1e4
     # 4.8-5.0 -> 2.9-3.4; N = 200 and 500 no table, alike).
     TABLE_MIN_BYTES = 2048
-    # Bytes of `a` from which table_block prefetches the block's entries
-    # and windows: below, the keys and the table stay in L2, and the
-    # prefetches only cost (N = 1e3 float32, 1e6 needles: 3.2-3.4 -> 2.1-2.6
-    # ms without them).
+    # Bytes of `a` from which a table takes TABLE_STRIDE, and table_block
+    # prefetches the block's entries and windows. Below, the keys and the
+    # table stay in L2: the prefetches only cost (N = 1e3 float32, 1e6
+    # needles: 3.2-3.4 -> 2.1-2.6 ms without them), and a stride of 1 (a
+    # bin per key, every key sampled) costs little to build and leaves
+    # windows of a few keys, searched in 2-3 levels where stride 8 took 5
+    # (2.0-3.2 -> 1.5-2.0 ms at N = 1e3 and 3e3).
     TABLE_PREFETCH_BYTES = 131072  # 2**17
     # A table entry: a position below 2^30 (rows of more keys take no
     # table), and a bit that marks a bin some descent's interval meets.
@@ -66,8 +69,9 @@ cdef struct BinTable:
     double scale        # bins per unit of key
     double last_bin     # bins - 1, as a double
     Py_ssize_t bins
+    Py_ssize_t stride   # table_stride: a bin per `stride` keys, every stride-th sampled
     # bins + 1 entries: start[b] is the position of the first sampled key
-    # (every TABLE_STRIDE-th) whose bin is b or later, or na; with the bit
+    # (every stride-th) whose bin is b or later, or na; with the bit
     # MARKED where bin b is marked.
     uint32_t* start
     # The descents' intervals [a[d], a[d - 1]], joined and sorted; NULL
@@ -95,6 +99,19 @@ cdef inline double bin_place(const BinTable* t, double x) noexcept nogil:
     return u if u <= t.last_bin else t.last_bin
 
 
+cdef inline Py_ssize_t table_stride(Py_ssize_t row_bytes) noexcept nogil:
+    """The stride of a table over a row of `a` of row_bytes bytes (see
+    TABLE_PREFETCH_BYTES)."""
+    return TABLE_STRIDE if row_bytes >= TABLE_PREFETCH_BYTES else 1
+
+
+cdef inline Py_ssize_t most_bins(Py_ssize_t n, Py_ssize_t key_bytes) noexcept nogil:
+    """The most bins of a table over the first na <= n keys of a row of
+    key_bytes keys (na // table_stride(na * key_bytes) does not rise with
+    na at TABLE_PREFETCH_BYTES)."""
+    return max(min(n, (TABLE_PREFETCH_BYTES - 1) // key_bytes), n // TABLE_STRIDE)
+
+
 cdef inline bint begin_bin_table(BinTable* t, const key_t* a, Py_ssize_t na) noexcept nogil:
     """The table's bins and room for its entries, not filled, for a row of
     `a` whose first na keys hold no NaN; False where a table does not pay
@@ -108,22 +125,23 @@ cdef inline bint begin_bin_table(BinTable* t, const key_t* a, Py_ssize_t na) noe
     span = <double>a[na - 1] - low
     if not (span > 0) or span - span != 0:  # keys all equal, or not finite
         return False
-    t.bins = na // TABLE_KEYS_PER_BIN
+    t.stride = table_stride(na * <Py_ssize_t>sizeof(key_t))
+    t.bins = na // t.stride
     t.low, t.scale, t.last_bin = low, t.bins / span, <double>(t.bins - 1)
     t.start = <uint32_t*>malloc((t.bins + 1) * sizeof(uint32_t))
     return t.start != NULL
 
 
-cdef inline Py_ssize_t table_samples(Py_ssize_t na) noexcept nogil:
-    """The sampled keys of a row whose first na keys hold no NaN: every
-    TABLE_STRIDE-th, from the first."""
-    return (na - 1) // TABLE_STRIDE + 1
+cdef inline Py_ssize_t table_samples(const BinTable* t, Py_ssize_t na) noexcept nogil:
+    """The sampled keys of a begun table's row whose first na keys hold no
+    NaN: every stride-th, from the first."""
+    return (na - 1) // t.stride + 1
 
 
 cdef inline void fill_samples(BinTable* t, const key_t* a, Py_ssize_t na, Py_ssize_t k0,
                               Py_ssize_t k1) noexcept nogil:
     """The share of a begun table's entries (begin_bin_table) that the
-    sampled keys k0 to k1 - 1 place (key k * TABLE_STRIDE is sample k; k1
+    sampled keys k0 to k1 - 1 place (key k * stride is sample k; k1
     at most table_samples): the bins from just past sample k0 - 1's bin to
     sample k1 - 1's (to the end, where that is the last sample); nothing
     for an empty share. Each bin's entry is written by one share, so the
@@ -140,19 +158,19 @@ cdef inline void fill_samples(BinTable* t, const key_t* a, Py_ssize_t na, Py_ssi
     cdef int32_t bins[SAMPLE_BLOCK]
     if k1 <= k0:
         return
-    first = bin_of(t, a[(k0 - 1) * TABLE_STRIDE]) + 1 if k0 > 0 else 0
-    last = t.bins if k1 == table_samples(na) else bin_of(t, a[(k1 - 1) * TABLE_STRIDE])
+    first = bin_of(t, a[(k0 - 1) * t.stride]) + 1 if k0 > 0 else 0
+    last = t.bins if k1 == table_samples(t, na) else bin_of(t, a[(k1 - 1) * t.stride])
     for b in range(first, last + 1):
         t.start[b] = <uint32_t>na
     while k > k0:
         block = min(<Py_ssize_t>SAMPLE_BLOCK, k - k0)
         k -= block
         for j in range(block):
-            bins[j] = <int32_t>bin_place(t, <double>a[(k + j) * TABLE_STRIDE])
+            bins[j] = <int32_t>bin_place(t, <double>a[(k + j) * t.stride])
         j = block - 1
         # The share's first sampled keys may lie in the previous share's last bin.
         while j >= 0 and bins[j] >= first:
-            t.start[bins[j]] = <uint32_t>((k + j) * TABLE_STRIDE)
+            t.start[bins[j]] = <uint32_t>((k + j) * t.stride)
             j -= 1
         if j >= 0:
             break
@@ -167,7 +185,7 @@ cdef inline bint build_bin_table(BinTable* t, const key_t* a, Py_ssize_t na,
     begin_bin_table."""
     if not begin_bin_table(t, a, na):
         return False
-    fill_samples(t, a, na, 0, table_samples(na))
+    fill_samples(t, a, na, 0, table_samples(t, na))
     return mark_descents(t, a, descents, count)
 
 
@@ -211,11 +229,11 @@ cdef inline Py_ssize_t bin_window(const BinTable* t, Py_ssize_t b, Py_ssize_t* l
     """The window [first, last] of bin b: it holds the boundary r of any
     needle x in bin b whose predicate is monotone. The keys at r and after
     are not counted for x, so their bins are b or later, and the first
-    sampled one, at most TABLE_STRIDE - 1 after r, is at start[b] or later;
+    sampled one, at most stride - 1 after r, is at start[b] or later;
     the keys before r are counted, so their bins are b or earlier, and
     start[b + 1] is r or later."""
     last[0] = t.start[b + 1] & POSITION
-    return max(<Py_ssize_t>(t.start[b] & POSITION) - (TABLE_STRIDE - 1), <Py_ssize_t>0)
+    return max(<Py_ssize_t>(t.start[b] & POSITION) - (t.stride - 1), <Py_ssize_t>0)
 
 
 cdef inline bint in_descent(const BinTable* t, double x) noexcept nogil:
@@ -255,7 +273,7 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
     bytes past each window's middle is prefetched with it: the interp
     mode's line of fp (interp_values.pxd)."""
     cdef bint right = side_t is RightSide
-    cdef bint prefetched = na * <Py_ssize_t>sizeof(key_t) >= TABLE_PREFETCH_BYTES
+    cdef bint prefetched = t.stride > 1
     cdef Py_ssize_t lo[TABLE_GROUPS * LANES]
     cdef int32_t bins[TABLE_GROUPS * LANES]
     cdef int32_t starts[TABLE_GROUPS * LANES]
@@ -280,7 +298,7 @@ cdef inline uint32_t table_block(const key_t* a, Py_ssize_t na, const key_t* v, 
         for g in range(TABLE_GROUPS * LANES // GATHER_LANES):
             k = g * GATHER_LANES
             marks |= table_windows(key_t is float, v + k, bins + k, t.start, POSITION, MARKED,
-                                   TABLE_STRIDE - 1, <int32_t>na, starts + k, aside + k,
+                                   <int32_t>t.stride - 1, <int32_t>na, starts + k, aside + k,
                                    &gathered_width)
             width[g] = gathered_width
             if prefetched:

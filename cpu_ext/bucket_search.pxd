@@ -25,7 +25,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from search_kernels cimport key_t, idx_t, side_t
-from bin_table cimport (BinTable, TABLE_KEYS_PER_BIN, POSITION, bin_of, bin_place, bin_window,
+from bin_table cimport (BinTable, POSITION, most_bins, table_stride, bin_of, bin_place, bin_window,
                        prefetch, table_kernel)
 from huge_pages cimport huge_malloc, scratch_malloc, scratch_free
 from interp_values cimport InterpValues, fp_shadow, interp_values
@@ -87,11 +87,11 @@ cdef struct Buckets:
     Py_ssize_t* next    # count entries: each bucket's next answer to place
 
 
-cdef inline int bucket_shift(Py_ssize_t key_bytes) noexcept nogil:
-    """log2 of the bins per bucket: the most whose keys fit BUCKET_BYTES
-    on evenly spread keys."""
+cdef inline int bucket_shift(Py_ssize_t key_bytes, Py_ssize_t stride) noexcept nogil:
+    """log2 of the bins per bucket, a bin per `stride` keys: the most whose
+    keys fit BUCKET_BYTES on evenly spread keys."""
     cdef int shift = 0
-    while (TABLE_KEYS_PER_BIN * key_bytes) << (shift + 1) <= BUCKET_BYTES:
+    while (stride * key_bytes) << (shift + 1) <= BUCKET_BYTES:
         shift += 1
     return shift
 
@@ -300,8 +300,8 @@ cdef inline bint begin_bucket_job(BucketJob* w, Py_ssize_t n, Py_ssize_t m, long
     and the needles' keys, 4-byte positions (and answers, where an answer
     is wider than a key: answer_size bytes), a line more per slice; False,
     nothing held, where m is 2^32 or more or out of memory."""
-    cdef int shift = bucket_shift(key_size)
-    cdef Py_ssize_t count = ((n // TABLE_KEYS_PER_BIN) >> shift) + 1
+    cdef int shift = bucket_shift(key_size, table_stride(n * key_size))
+    cdef Py_ssize_t count = (most_bins(n, key_size) >> shift) + 1
     cdef Py_ssize_t room = m + slices * LINE_NEEDLES
     cdef Py_ssize_t* offsets
     cdef long s

@@ -71,7 +71,7 @@ from search_kernels cimport (key_t, idx_t, side_t, trust_t, LeftSide, RightSide,
                              order_descents, merge_around_descents, probe_levels, probe_rows,
                              gather_rows, row_block, gathers_serve,
                              count_kernel, CHECK_BLOCK, COUNT_KEYS, LANES)
-from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_STRIDE, begin_bin_table,
+from bin_table cimport (BinTable, TABLE_MIN_BYTES, TABLE_PREFETCH_BYTES, begin_bin_table,
                        build_bin_table, fill_samples, free_bin_table, table_kernel,
                        table_samples)
 from bucket_search cimport (BucketJob, BUCKET_DENSITY, begin_bucket_job, free_bucket_job,
@@ -259,7 +259,7 @@ cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t*
     it as the others waited), else the first part builds it alone."""
     cdef BinTable* table
     cdef long state, piece
-    cdef Py_ssize_t samples = table_samples(na)
+    cdef Py_ssize_t samples
     cdef bint filled
     if job.tables == NULL:
         return NULL
@@ -282,6 +282,7 @@ cdef const BinTable* row_table(const SearchJob* job, int64_t a_row, const key_t*
         atomic_store(&job.table_states[a_row], state)
     state = wait_while(&job.table_states[a_row], TABLE_PENDING)
     if state == TABLE_FILLING:
+        samples = table_samples(table, na)
         piece = fetch_add(&job.table_pieces[a_row], 1)
         while piece < TABLE_PIECES:
             # One of TABLE_PIECES equal shares of the samples (never an empty last one).
@@ -423,7 +424,7 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
         return
     if job.check_fills != NULL:
         table = check_fill_table(job, row, a, &na)
-        samples = table_samples(na)
+        samples = table_samples(table, na) if table != NULL else 0
     while lo < hi:
         stop = min(lo + CHECK_BLOCK, hi)
         if not in_order(a, lo, stop, True) and not list_descents(job, row, a, lo, stop):
@@ -432,8 +433,8 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
         if table != NULL:
             # The samples at positions [lo, stop), from position 0 in the
             # row's first block (its pairs start at t = 1).
-            fill_samples(table, a, na, min(samples_from(lo if lo > 1 else 0), samples),
-                         min(samples_from(stop), samples))
+            fill_samples(table, a, na, min(samples_from(table, lo if lo > 1 else 0), samples),
+                         min(samples_from(table, stop), samples))
         lo = stop
     # The last share of the row to be checked orders its descents.
     if fetch_add(&job.checks_left[row], -1) == 1:
@@ -444,9 +445,9 @@ cdef void check_part(const SearchJob* job, long part, const key_t* a) noexcept n
                            job.valleys + row * job.descent_room)
 
 
-cdef inline int64_t samples_from(int64_t position) noexcept nogil:
+cdef inline int64_t samples_from(const BinTable* t, int64_t position) noexcept nogil:
     """The table's samples before `position`: those at the keys before it."""
-    return (position + TABLE_STRIDE - 1) // TABLE_STRIDE
+    return (position + t.stride - 1) // t.stride
 
 
 cdef BinTable* check_fill_table(const SearchJob* job, long row, const key_t* a,

@@ -2,9 +2,10 @@
 searched in the window of `a` that its bin's table entry gives, answer as
 jnp's default method does.
 
-The table serves rows of `a` of at least 128 KiB that are sorted, or sorted
-but for a few descents, whose needles are out of order: these rows are that
-long. Each case differs from the table's easy one (evenly spread keys) in a
+The table serves rows of `a` of at least 2 KiB that are sorted, or sorted
+but for a few descents, whose needles are out of order. Rows in a core's L2
+take a bin per key (stride 1), longer ones a bin per 8 keys: the float32
+cases run at both. Each case differs from the table's easy one (evenly spread keys) in a
 way its exactness argument has to cover: crowded and empty bins, keys equal
 over whole bins, a NaN tail, infinite ends (no table), needles outside the
 keys' range, signed zeros, integers beyond a double's precision, and
@@ -25,8 +26,10 @@ from helpers.cpu_calls import CPU_SEARCH, SIDES, cpu_search, like_jnp, lowered_u
 from jaxsearch.core import cpu
 from jaxsearch.tuning import CpuConfig
 
-# Keys of a row, enough for a table at every key width tested.
+# Keys of a row, enough for a table of stride 8 at every key width tested.
 N_FLOAT32 = 40_000  # 160 KB
+# Keys of a row whose table takes stride 1.
+N_FINE = 4_000  # 16 KB
 # Needles: blocks of 128 and a tail of 77 past them.
 M = 4_813
 # One thread with one part; two threads with parts of 700 needles, so that
@@ -81,11 +84,18 @@ def assert_like_jnp(a: np.ndarray, v: np.ndarray, what: str) -> None:
                     got, want, err_msg=f"{what}, {side}, {kernel}/{order}, {threads} threads")
 
 
+@pytest.mark.parametrize("n", [N_FLOAT32, N_FINE])
 @pytest.mark.parametrize("case", list(float_rows(seeded("names"), 4000, "float32")))
-def test_float32_rows(case):
-    rng = seeded("float32", case)
-    a = float_rows(rng, N_FLOAT32, "float32")[case]
-    assert_like_jnp(a, needles_for(rng, a, M), case)
+def test_float32_rows(case, n):
+    rng = seeded("float32", case, n)
+    a = float_rows(rng, n, "float32")[case]
+    assert_like_jnp(a, needles_for(rng, a, M), f"{case}, {n} keys")
+
+
+def test_the_rows_take_both_strides():
+    """The rows above lie on either side of the stride's threshold."""
+    assert 4 * N_FINE < cpu._ext.TABLE_FINE_ROW_BYTES <= 4 * N_FLOAT32
+    assert 4 * N_FINE >= cpu._ext.TABLE_ROW_MIN_BYTES
 
 
 @pytest.mark.parametrize("case", ["normal", "crowded bins", "NaN tail", "descents of an ulp"])
@@ -109,7 +119,8 @@ def test_the_descents_mislead_a_plain_search():
 
 
 @pytest.mark.parametrize("dtype, n", [("int8", 140_000), ("uint16", 70_000), ("int32", 40_000),
-                                      ("uint32", 40_000), ("int64", 20_000), ("uint64", 20_000)])
+                                      ("uint32", 40_000), ("int64", 20_000), ("uint64", 20_000),
+                                      ("int32", N_FINE), ("uint32", N_FINE)])
 def test_integer_rows(x64, dtype, n):
     """Sorted integers over the dtype's whole range (keys a double cannot
     tell apart share a bin) and over a narrow one (many equal keys)."""

@@ -154,6 +154,27 @@ def test_the_threshold_is_the_call_s(order):
         np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
 
 
+@pytest.mark.parametrize("nan_keys", [0, 12_000])
+def test_buckets_of_a_table_of_stride_1(nan_keys):
+    """`bucket_min_bytes` of 0 on rows whose tables take a bin per key: one
+    of 24,576 float32 keys, and one of 40,960 (160 KiB, past the stride's
+    threshold) whose NaN tail leaves 28,960 (113 KiB, short of it), so that
+    the buckets' room, planned from the row's length, must hold the bins of
+    the table built on its keys without a NaN."""
+    fine = cpu._ext.TABLE_FINE_ROW_BYTES // 4
+    n = fine * 5 // 4 if nan_keys else fine * 3 // 4
+    assert (n - nan_keys) * 4 < cpu._ext.TABLE_FINE_ROW_BYTES
+    rng = seeded("stride 1", nan_keys)
+    a = np.sort(rng.standard_normal(n) * 1e3).astype(np.float32)
+    a[n - nan_keys:] = np.nan
+    v = needles(a, "stride 1")
+    for side in SIDES:
+        got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="any", kernel="merge",
+                         out_dtype=np.dtype(np.int32), threads=2, min_parallel=1024,
+                         bucket_min_bytes=0)
+        np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
+
+
 @pytest.mark.parametrize("order", ["any", "check"])
 def test_sparse_needles_by_buckets(order):
     """`bucket_keys_per_needle` of inf takes a row with one needle per 1,000
