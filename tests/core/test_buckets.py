@@ -169,10 +169,9 @@ def test_buckets_of_a_table_of_stride_1(nan_keys):
     a[n - nan_keys:] = np.nan
     v = needles(a, "stride 1")
     for side in SIDES:
-        got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order="any", kernel="merge",
-                         out_dtype=np.dtype(np.int32), threads=2, min_parallel=1024,
-                         bucket_min_bytes=0)
-        np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
+        np.testing.assert_array_equal(
+            cpu_search(a, v, side, "any", "merge", 2, 1024, bucket_min_bytes=0),
+            like_jnp(a, v, side), err_msg=side)
 
 
 @pytest.mark.parametrize("order", ["any", "check"])
