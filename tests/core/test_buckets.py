@@ -160,7 +160,8 @@ def test_buckets_of_a_table_of_stride_1(nan_keys):
     of 24,576 float32 keys, and one of 40,960 (160 KiB, past the stride's
     threshold) whose NaN tail leaves 28,960 (113 KiB, short of it), so that
     the buckets' room, planned from the row's length, must hold the bins of
-    the table built on its keys without a NaN."""
+    the table built on its keys without a NaN. `table_check_ratio` of inf
+    checks `a` (so it takes a table) with a needle per 16 keys."""
     fine = cpu._ext.TABLE_FINE_ROW_BYTES // 4
     n = fine * 5 // 4 if nan_keys else fine * 3 // 4
     assert (n - nan_keys) * 4 < cpu._ext.TABLE_FINE_ROW_BYTES
@@ -170,7 +171,8 @@ def test_buckets_of_a_table_of_stride_1(nan_keys):
     v = needles(a, "stride 1")
     for side in SIDES:
         np.testing.assert_array_equal(
-            cpu_search(a, v, side, "any", "merge", 2, 1024, bucket_min_bytes=0),
+            cpu_search(a, v, side, "any", "merge", 2, 1024, bucket_min_bytes=0,
+                       table_check_ratio=np.inf),
             like_jnp(a, v, side), err_msg=side)
 
 
