@@ -143,15 +143,18 @@ def test_sorted_needles_keep_their_answers(kind):
 @pytest.mark.parametrize("order", ["any", "check"])
 def test_the_threshold_is_the_call_s(order):
     """`bucket_min_bytes` of 0 takes a row of 2^17 keys (512 KiB) by buckets:
-    the route's answers at a size its default threshold leaves to the table."""
+    the route's answers at a size its default threshold leaves to the table.
+    `table_check_ratio` of inf checks `a`, as buckets need: where the
+    gathers serve, the built-in rule leaves a row under 2 MiB with a needle
+    per 16 keys unchecked (binary-searched)."""
     rng = seeded("threshold", order)
     a = np.sort(rng.standard_normal(1 << 17) * 1e3).astype(np.float32)
     v = needles(a, order)
     for side in SIDES:
-        got = CPU_SEARCH(jnp.asarray(a), jnp.asarray(v), side=side, order=order, kernel="merge",
-                         out_dtype=np.dtype(np.int32), threads=2, min_parallel=1024,
-                         bucket_min_bytes=0)
-        np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side), err_msg=side)
+        np.testing.assert_array_equal(
+            cpu_search(a, v, side, order, "merge", 2, 1024, bucket_min_bytes=0,
+                       table_check_ratio=np.inf),
+            like_jnp(a, v, side), err_msg=side)
 
 
 @pytest.mark.parametrize("nan_keys", [0, 12_000])
