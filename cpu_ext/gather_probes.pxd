@@ -62,13 +62,14 @@ cdef extern from *:
                 _mm256_loadu_si256((const __m256i*)(starts + 8 * q))) : high[q]); \\
     }
     /* The windows of 64 needles in a bin table (bin_table.pxd), their
-       bins known: first = max(start[b] - back, 0) and last = start[b + 1]
-       (entries without their mark bit: & position) in eight lanes at a
-       time, where table_block's scalar loop took most of its time on keys
-       in cache. Stores each needle's flag (the entry's mark bit, and 1 for
-       a NaN float) in aside[k], and in lo[k] its window's first key, moved left
-       so that the window of *width keys (the widest, at most na) ends by
-       na; returns the flags' union. */
+       bins known: bin_window and aside_flag of bin_table.pxd, which the
+       scalar lanes still take, in eight lanes at a time (one needle at a
+       time, they took most of table_block's time on keys in cache). first
+       = max(start[b] - back, 0) and last = start[b + 1], entries without
+       their mark bit (& position). Stores each needle's flag (the entry's
+       mark bit, and 1 for a NaN float) in aside[k], and in lo[k] its
+       window's first key, moved left so that the window of *width keys
+       (the widest, at most na) ends by na; returns the flags' union. */
     static inline uint32_t jaxsearch_table_windows(int floats, const void* v,
             const int32_t* bins, const uint32_t* start, uint32_t position_bits,
             uint32_t mark, int32_t back, int32_t na, int32_t* lo, uint32_t* aside,

@@ -5,11 +5,12 @@ jnp's default method does.
 The table serves rows of `a` of at least 2 KiB that are sorted, or sorted
 but for a few descents, whose needles are out of order. Rows in a core's L2
 take a bin per key (stride 1), longer ones a bin per 8 keys: the float32
-cases run at both. Each case differs from the table's easy one (evenly spread keys) in a
-way its exactness argument has to cover: crowded and empty bins, keys equal
-over whole bins, a NaN tail, infinite ends (no table), needles outside the
-keys' range, signed zeros, integers beyond a double's precision, and
-descents, whose needles take jnp's probes where they could mislead.
+cases run at both. Each case differs from the table's easy one (evenly
+spread keys) in a way its exactness argument has to cover: crowded and
+empty bins, keys equal over whole bins, a NaN tail, infinite ends (no
+table), needles outside the keys' range, signed zeros, integers beyond a
+double's precision, and descents, whose needles take jnp's probes where
+they could mislead.
 """
 
 from __future__ import annotations
