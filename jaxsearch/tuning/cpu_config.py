@@ -49,11 +49,13 @@ class CpuConfig:
       table_check_ratio: where jnp's probes run in SIMD gathers (4-byte keys
         in the x86-64-v3 build), needles in any order are searched through
         the bin table of their row of `a` (which costs a check of `a`) where
-        the row has at most this many keys per needle and 128 KiB of keys or
+        the row has at most this many keys per needle and 2 KiB of keys or
         more, else by the gathers alone; >= 0 (inf: always), or None
         (default) for the built-in rule: rows under 2 MiB at a quarter of
         a key per needle, under 16 MiB at 8, larger ones at 16 (float32
-        on a 2-core Intel Xeon).
+        on a 2-core Intel Xeon). It decides only for calls whose kernel for
+        sorted needles is the binary search (past `bisect_ratio`): the
+        others check `a` anyway, and take the table.
       bucket_keys_per_needle: a row of needles in any order (of
         bucket_min_bytes of keys or more) is searched by buckets only where
         it has at most this many keys per needle, else by its bin table

@@ -144,9 +144,9 @@ def test_sorted_needles_keep_their_answers(kind):
 def test_the_threshold_is_the_call_s(order):
     """`bucket_min_bytes` of 0 takes a row of 2^17 keys (512 KiB) by buckets:
     the route's answers at a size its default threshold leaves to the table.
-    `table_check_ratio` of inf checks `a`, as buckets need: where the
-    gathers serve, the built-in rule leaves a row under 2 MiB with a needle
-    per 16 keys unchecked (binary-searched)."""
+    `table_check_ratio` of inf has `a` checked, as buckets need, whatever
+    the kernel: the built-in rule leaves a binary-searched row under 2 MiB
+    with a needle per 16 keys unchecked, where the gathers serve."""
     rng = seeded("threshold", order)
     a = np.sort(rng.standard_normal(1 << 17) * 1e3).astype(np.float32)
     v = needles(a, order)
@@ -164,7 +164,8 @@ def test_buckets_of_a_table_of_stride_1(nan_keys):
     threshold) whose NaN tail leaves 28,960 (113 KiB, short of it), so that
     the buckets' room, planned from the row's length, must hold the bins of
     the table built on its keys without a NaN. `table_check_ratio` of inf
-    checks `a` (so it takes a table) with a needle per 16 keys."""
+    has `a` checked (so it takes a table) with a needle per 16 keys,
+    whatever the kernel."""
     fine = cpu._ext.TABLE_FINE_ROW_BYTES // 4
     n = fine * 5 // 4 if nan_keys else fine * 3 // 4
     assert (n - nan_keys) * 4 < cpu._ext.TABLE_FINE_ROW_BYTES
