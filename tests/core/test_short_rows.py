@@ -214,6 +214,27 @@ def test_short_row_counted_answers_as_jnp(n, dtype, threads, min_parallel):
                     err_msg=f"{side}, {order}, {kernel}, a sorted {bool(np.all(a[:-1] <= a[1:]))}")
 
 
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int8"])
+@pytest.mark.parametrize("m", [1, 31, 32, 33, 95])
+def test_counted_tiles_and_their_tail(m, dtype, threads, min_parallel):
+    """The count takes its needles 32 at a time, and pads the last few to a
+    tile with the last of them: jnp's answers for every needle whatever m
+    leaves over, the last needle a NaN, a key of the row, or neither."""
+    rng = seeded("count tiles", m, dtype, threads)
+    a = sort_keys(random_keys(rng, 20, dtype))
+    for last in ("nan", "key", "any"):
+        v = random_keys(rng, m, dtype)
+        if last == "key":
+            v[-1] = a[rng.integers(0, a.size)]
+        elif last == "nan" and np.issubdtype(v.dtype, np.floating):
+            v[-1] = np.nan
+        for side in SIDES:
+            np.testing.assert_array_equal(
+                cpu_search(a, v, side, "any", "bisect", threads, min_parallel, count_keys=20),
+                like_jnp(a, v, side), err_msg=f"{side}, last needle {last}")
+
+
 @pytest.mark.parametrize("n, count_keys", [(100, 128), (200, 200), (9, 0), (9, 8)])
 def test_count_keys_moves_the_edge(n, count_keys):
     """`count_keys` in force decides which rows are counted: a row of 100 or
