@@ -91,12 +91,14 @@ cdef enum:
     # Needles, at least, that merge_around_descents merges rather than
     # probes: a merge's setup costs about as many binary searches.
     MERGE_RUN = 64
-    # Needles count_kernel counts together, their counts in registers
-    # (count_tile): four AVX2 vectors of float32 or int32 counts.
+    # Needles count_kernel counts together: 4-byte keys' counts in
+    # registers (count_tile: four AVX2 vectors), other keys' in L1.
     COUNT_TILE = 32
+    COUNT_BLOCK = 256
     # Keys, at most, that count_kernel compares each needle with: the
     # built-in value of the call's `count_keys` (CpuConfig.count_keys, tuned
-    # per machine). 1e6 unsorted needles on 2 cores, AMD EPYC, counted
+    # per machine) for 4-byte keys; the Python side gives keys of other
+    # sizes their own (BUILT_IN_COUNT_KEYS, jaxsearch/tuning/cpu_config.py). 1e6 unsorted needles on 2 cores, AMD EPYC, counted
     # against searched: float32 N = 64 0.90 against 1.71 ms, N = 128 1.60
     # against 1.89; int32 N = 64 0.76 against 1.38, N = 128 1.34 against
     # 1.57. On an Intel Xeon the crossover lay at 45 keys (float32) and 22
@@ -581,14 +583,21 @@ cdef inline void bisect_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_
 cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_ssize_t m,
                                idx_t* out, const side_t* side) noexcept nogil:
     """Any needles in a short sorted `a` (NaN last): each needle's answer is
-    the count of keys before it, COUNT_TILE needles at a time, each key
-    compared with all of them (branch-free over the needles, so it
-    vectorises), where jnp's probes would take a dependent load per level.
-    A NaN needle gets na (left) or n (right). The last few needles are
-    padded to a tile with the last of them."""
+    the count of keys before it, each key compared with many needles at
+    once (branch-free over the needles, so it vectorises), where jnp's
+    probes would take a dependent load per level. A NaN needle gets na
+    (left) or n (right). 4-byte keys take COUNT_TILE needles at a time
+    (count_tile; the last few padded to a tile with the last of them),
+    other keys COUNT_BLOCK (count_block)."""
     cdef Py_ssize_t na = non_nan_prefix(a, n), start = 0, j
     cdef key_t last[COUNT_TILE]
     cdef idx_t last_out[COUNT_TILE]
+    if sizeof(key_t) != 4:
+        while start < m:
+            count_block(a, na, n, v + start, min(<Py_ssize_t>COUNT_BLOCK, m - start),
+                        out + start, side)
+            start += COUNT_BLOCK
+        return
     while start + COUNT_TILE <= m:
         count_tile(a, na, n, v + start, out + start, side)
         start += COUNT_TILE
@@ -602,16 +611,17 @@ cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_s
 
 cdef inline void count_tile(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
                             idx_t* out, const side_t* side) noexcept nogil:
-    """count_kernel's answers for the COUNT_TILE needles at v. Their counts
-    are a local of fixed size, so that they stay in registers while every
-    key passes. Each key once went over a block of 256 needles' counts in
-    memory, a load and a store more per compare: one thread, 2e5 unsorted
-    needles, AMD EPYC, float32 N = 32 0.27 -> 0.20 ms, N = 64 0.52 ->
-    0.33, N = 128 1.01 -> 0.60; int32 N = 32 0.29 -> 0.18; N = 9 0.10 ->
-    0.11, where reading the needles and writing the answers take most of
-    the time."""
+    """count_kernel's answers for the COUNT_TILE needles at v, 4-byte keys.
+    Their counts are a local of fixed size, 32 bits wide as the keys'
+    compares are, so that they stay in registers while every key passes.
+    count_block's counts in memory took a load and a store more per
+    compare: one thread, 2e5 unsorted needles, AMD EPYC, float32 N = 32
+    0.27 -> 0.20 ms, N = 64 0.52 -> 0.33, N = 128 1.01 -> 0.60; int32 N =
+    32 0.29 -> 0.18; N = 9 0.10 -> 0.11, where reading the needles and
+    writing the answers take most of the time. Other keys lost so: float64
+    N = 8 0.22 -> 0.26-0.35 ms, int16 N = 8 0.10 -> 0.12."""
     cdef bint right = side_t is RightSide
-    cdef idx_t counts[COUNT_TILE]
+    cdef int32_t counts[COUNT_TILE]
     cdef Py_ssize_t i, j
     cdef key_t key
     for j in range(COUNT_TILE):
@@ -621,6 +631,24 @@ cdef inline void count_tile(const key_t* a, Py_ssize_t na, Py_ssize_t n, const k
         for j in range(COUNT_TILE):
             counts[j] += before(key, v[j], right)
     for j in range(COUNT_TILE):
+        out[j] = (<idx_t>(n if right else na)) if is_nan(v[j]) else <idx_t>counts[j]
+
+
+cdef inline void count_block(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
+                             Py_ssize_t size, idx_t* out, const side_t* side) noexcept nogil:
+    """count_kernel's answers for size <= COUNT_BLOCK needles at v: each
+    key compared with all of them, their counts in L1."""
+    cdef bint right = side_t is RightSide
+    cdef idx_t counts[COUNT_BLOCK]
+    cdef Py_ssize_t i, j
+    cdef key_t key
+    for j in range(size):
+        counts[j] = 0
+    for i in range(na):
+        key = a[i]
+        for j in range(size):
+            counts[j] += before(key, v[j], right)
+    for j in range(size):
         out[j] = (<idx_t>(n if right else na)) if is_nan(v[j]) else counts[j]
 
 

@@ -36,18 +36,22 @@ from .cache_io import (
     write_cache,
 )
 from .cpu_config import (
+    BUILT_IN_COUNT_KEYS,
     DEFAULT_CPU_CONFIG,
     MAX_THREADS,
     CpuConfig,
+    built_in_cpu_config,
     cpu_config_from,
     cpu_config_override,
     use_cpu_config,
 )
 
 __all__ = [
-    "CACHE_VERSION", "CPU_KERNEL", "DEFAULT_CPU_CONFIG", "DEFAULT_GPU_BISECT_RATIO",
+    "BUILT_IN_COUNT_KEYS", "CACHE_VERSION", "CPU_KERNEL", "DEFAULT_CPU_CONFIG",
+    "DEFAULT_GPU_BISECT_RATIO",
     "GPU_ROUTE_KERNEL", "IMPLEMENTATION_KERNEL", "MAX_THREADS",
-    "OP", "SHIPPED_DIR", "TUNING_DIR_ENV", "CacheEntry", "CpuConfig", "cache_file",
+    "OP", "SHIPPED_DIR", "TUNING_DIR_ENV", "CacheEntry", "CpuConfig", "built_in_cpu_config",
+    "cache_file",
     "cache_files", "choose_cpu_kernel", "cpu_config", "cpu_config_from", "cpu_config_override",
     "device_kind", "dtype_class", "gpu_bisect_ratio", "gpu_config", "gpu_kernel_key",
     "load_entries", "lookup",

@@ -9,7 +9,7 @@ and writes them to a JSON cache. A lookup takes the first of:
    or ``~/.cache/jaxsearch``);
 3. the cache shipped with the package:
    ``jaxsearch/data/autotuning/<device_kind>/searchsorted.json``;
-4. the heuristic defaults (``DEFAULT_CPU_CONFIG``; for the GPU kernels, their
+4. the heuristic defaults (``built_in_cpu_config(dtype)``; for the GPU kernels, their
    own ``default_*_config`` functions, signalled by :func:`gpu_config` or
    :func:`tuned_gpu_config` returning None).
 
@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cache_io import CPU_KERNEL, CacheEntry, cache_file, load_entries
-from .cpu_config import DEFAULT_CPU_CONFIG, CpuConfig, cpu_config_from, cpu_config_override
+from .cpu_config import CpuConfig, built_in_cpu_config, cpu_config_from, cpu_config_override
 
 # The kernel key of the entries that name the fastest GPU implementation.
 IMPLEMENTATION_KERNEL = "implementation"
@@ -157,8 +157,8 @@ def resolve_cpu_config(n: int | None = None, m: int | None = None,
     sizes = [x for x in (n, m) if x is not None]
     entry = lookup(CPU_KERNEL, dtype, {"size": max(sizes)} if sizes else None, "cpu")
     if entry is None:
-        return DEFAULT_CPU_CONFIG, "defaults"
-    return cpu_config_from(entry.config), entry.source
+        return built_in_cpu_config(dtype), "defaults"
+    return cpu_config_from(entry.config, dtype), entry.source
 
 
 def cpu_config(n: int | None = None, m: int | None = None,

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxsearch
+from jaxsearch import tuning
 from jaxsearch.core import cpu
 from jaxsearch.tuning import CpuConfig, use_cpu_config
 
@@ -256,13 +257,22 @@ def test_count_keys_moves_the_edge(n, count_keys):
 
 def test_count_keys_reaches_the_call():
     """The config's `count_keys` reaches the custom call as its attribute;
-    the default is the extension's built-in limit, so a program lowered
-    without the attribute (an exported artifact) counts the same rows."""
+    the default is the extension's built-in limit, so a program of 4-byte
+    keys lowered without the attribute (an exported artifact) counts the
+    same rows."""
     def lowered(config):
         return int(re.search(r"count_keys = (\d+) : i32", lowered_unsorted_call(config))[1])
 
     assert lowered(CpuConfig(count_keys=48)) == 48
     assert lowered(CpuConfig()) == CpuConfig().count_keys == COUNT_KEYS
+
+
+def test_eight_byte_keys_take_their_own_count_keys(x64):
+    """Untuned, float64 keys reach the call with the built-in count_keys of
+    8-byte keys, not the 4-byte keys' default."""
+    a, v = jnp.linspace(0, 1, 1000, dtype=jnp.float64), jnp.linspace(1, 0, 100, dtype=jnp.float64)
+    text = jax.jit(lambda a, v: jaxsearch.searchsorted(a, v, sorted_v=False)).lower(a, v).as_text()
+    assert int(re.search(r"count_keys = (\d+) : i32", text)[1]) == tuning.BUILT_IN_COUNT_KEYS[8]
 
 
 @pytest.mark.parametrize("sorted_v", [None, True, False])

@@ -44,6 +44,23 @@ def test_defaults_without_any_cache(caches):
     assert (config, source) == (tuning.DEFAULT_CPU_CONFIG, "defaults")
 
 
+@pytest.mark.parametrize("dtype, count_keys", [
+    (np.float32, CpuConfig.count_keys), (np.int16, CpuConfig.count_keys),
+    (np.float64, 16), (np.int64, 16), (np.uint64, 16), (np.int8, 32), (np.bool_, 32)])
+def test_count_keys_built_in_by_key_size(caches, dtype, count_keys):
+    """Untuned, and where the cache's entry lacks it, count_keys is the
+    built-in value for the keys' size (BUILT_IN_COUNT_KEYS); a cached value
+    wins over it."""
+    user, _ = caches
+    want = dataclasses.replace(tuning.DEFAULT_CPU_CONFIG, count_keys=count_keys)
+    assert tuning.resolve_cpu_config(10**6, 10**6, dtype) == (want, "defaults")
+    write(user, CacheEntry(tuning.CPU_KERNEL, tuning.dtype_class(dtype), {"size": 10**6},
+                           {"bisect_ratio": 7.0}, {"note": "test"}))
+    assert tuning.cpu_config(10**6, 10**6, dtype) == dataclasses.replace(want, bisect_ratio=7.0)
+    write(user, cpu_entry(tuning.dtype_class(dtype), count_keys=5))
+    assert tuning.cpu_config(10**6, 10**6, dtype).count_keys == 5
+
+
 def test_user_cache_comes_before_shipped(caches):
     user, shipped = caches
     write(shipped, cpu_entry(bisect_ratio=11.0))
