@@ -586,60 +586,34 @@ cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_s
     the count of keys before it, each key compared with many needles at
     once (branch-free over the needles, so it vectorises), where jnp's
     probes would take a dependent load per level. A NaN needle gets na
-    (left) or n (right). 4-byte keys take COUNT_TILE needles at a time
-    (count_tile; the last few padded to a tile with the last of them),
-    other keys COUNT_BLOCK (count_block)."""
-    cdef Py_ssize_t na = non_nan_prefix(a, n), start = 0, j
-    cdef key_t last[COUNT_TILE]
-    cdef idx_t last_out[COUNT_TILE]
-    if sizeof(key_t) != 4:
-        while start < m:
-            count_block(a, na, n, v + start, min(<Py_ssize_t>COUNT_BLOCK, m - start),
-                        out + start, side)
-            start += COUNT_BLOCK
-        return
-    while start + COUNT_TILE <= m:
-        count_tile(a, na, n, v + start, out + start, side)
-        start += COUNT_TILE
-    if start < m:
-        for j in range(COUNT_TILE):
-            last[j] = v[min(start + j, m - 1)]
-        count_tile(a, na, n, last, last_out, side)
-        for j in range(m - start):
-            out[start + j] = last_out[j]
+    (left) or n (right).
+
+    4-byte keys take COUNT_TILE needles at a time: a fixed count, so that
+    their 32-bit counts, as wide as the keys' compares, stay in registers
+    while every key passes. Counts in L1 (COUNT_BLOCK needles at a time)
+    took a load and a store more per compare: one thread, 2e5 unsorted
+    needles, AMD EPYC, float32 N = 32 0.27 -> 0.20 ms, N = 64 0.52 -> 0.33,
+    N = 128 1.01 -> 0.60; int32 N = 32 0.29 -> 0.18; N = 9 0.10 -> 0.11,
+    where reading the needles and writing the answers take most of the
+    time. Other keys lost in such tiles (float64 N = 8 0.22 -> 0.26-0.35 ms,
+    int16 N = 8 0.10 -> 0.12) and keep the blocks."""
+    cdef Py_ssize_t na = non_nan_prefix(a, n), start = 0, size
+    cdef int32_t counts[COUNT_BLOCK]
+    while start < m:
+        size = min(<Py_ssize_t>(COUNT_TILE if sizeof(key_t) == 4 else COUNT_BLOCK), m - start)
+        if size == COUNT_TILE:
+            count_before_needles(a, na, v + start, COUNT_TILE, counts, side)
+        else:
+            count_before_needles(a, na, v + start, size, counts, side)
+        answer_counts(v + start, size, counts, na, n, out + start, side)
+        start += size
 
 
-cdef inline void count_tile(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
-                            idx_t* out, const side_t* side) noexcept nogil:
-    """count_kernel's answers for the COUNT_TILE needles at v, 4-byte keys.
-    Their counts are a local of fixed size, 32 bits wide as the keys'
-    compares are, so that they stay in registers while every key passes.
-    count_block's counts in memory took a load and a store more per
-    compare: one thread, 2e5 unsorted needles, AMD EPYC, float32 N = 32
-    0.27 -> 0.20 ms, N = 64 0.52 -> 0.33, N = 128 1.01 -> 0.60; int32 N =
-    32 0.29 -> 0.18; N = 9 0.10 -> 0.11, where reading the needles and
-    writing the answers take most of the time. Other keys lost so: float64
-    N = 8 0.22 -> 0.26-0.35 ms, int16 N = 8 0.10 -> 0.12."""
+cdef inline void count_before_needles(const key_t* a, Py_ssize_t na, const key_t* v,
+                                      Py_ssize_t size, int32_t* counts,
+                                      const side_t* side) noexcept nogil:
+    """counts[j], j < size: the keys of a[0:na] counted for needle v[j]."""
     cdef bint right = side_t is RightSide
-    cdef int32_t counts[COUNT_TILE]
-    cdef Py_ssize_t i, j
-    cdef key_t key
-    for j in range(COUNT_TILE):
-        counts[j] = 0
-    for i in range(na):
-        key = a[i]
-        for j in range(COUNT_TILE):
-            counts[j] += before(key, v[j], right)
-    for j in range(COUNT_TILE):
-        out[j] = (<idx_t>(n if right else na)) if is_nan(v[j]) else <idx_t>counts[j]
-
-
-cdef inline void count_block(const key_t* a, Py_ssize_t na, Py_ssize_t n, const key_t* v,
-                             Py_ssize_t size, idx_t* out, const side_t* side) noexcept nogil:
-    """count_kernel's answers for size <= COUNT_BLOCK needles at v: each
-    key compared with all of them, their counts in L1."""
-    cdef bint right = side_t is RightSide
-    cdef idx_t counts[COUNT_BLOCK]
     cdef Py_ssize_t i, j
     cdef key_t key
     for j in range(size):
@@ -648,8 +622,16 @@ cdef inline void count_block(const key_t* a, Py_ssize_t na, Py_ssize_t n, const 
         key = a[i]
         for j in range(size):
             counts[j] += before(key, v[j], right)
+
+
+cdef inline void answer_counts(const key_t* v, Py_ssize_t size, const int32_t* counts,
+                               Py_ssize_t na, Py_ssize_t n, idx_t* out,
+                               const side_t* side) noexcept nogil:
+    """count_kernel's answers for needles v[0:size] from their counts."""
+    cdef bint right = side_t is RightSide
+    cdef Py_ssize_t j
     for j in range(size):
-        out[j] = (<idx_t>(n if right else na)) if is_nan(v[j]) else counts[j]
+        out[j] = (<idx_t>(n if right else na)) if is_nan(v[j]) else <idx_t>counts[j]
 
 
 cdef inline void probe_rows(const key_t** a, const key_t** v, idx_t** out, Py_ssize_t n,
