@@ -92,18 +92,18 @@ cdef enum:
     # probes: a merge's setup costs about as many binary searches.
     MERGE_RUN = 64
     # Needles count_kernel counts together: 4-byte keys' counts in
-    # registers (count_tile: four AVX2 vectors), other keys' in L1.
+    # registers (four AVX2 vectors), other keys' in L1.
     COUNT_TILE = 32
     COUNT_BLOCK = 256
     # Keys, at most, that count_kernel compares each needle with: the
     # built-in value of the call's `count_keys` (CpuConfig.count_keys, tuned
     # per machine) for 4-byte keys; the Python side gives keys of other
-    # sizes their own (BUILT_IN_COUNT_KEYS, jaxsearch/tuning/cpu_config.py). 1e6 unsorted needles on 2 cores, AMD EPYC, counted
-    # against searched: float32 N = 64 0.90 against 1.71 ms, N = 128 1.60
-    # against 1.89; int32 N = 64 0.76 against 1.38, N = 128 1.34 against
-    # 1.57. On an Intel Xeon the crossover lay at 45 keys (float32) and 22
-    # (int32) when the counts were kept in memory, which took 1.4-2x
-    # count_tile's time.
+    # sizes their own (BUILT_IN_COUNT_KEYS, jaxsearch/tuning/cpu_config.py).
+    # 1e6 unsorted needles on 2 cores, AMD EPYC, counted against searched:
+    # float32 N = 64 0.90 against 1.71 ms, N = 128 1.60 against 1.89; int32
+    # N = 64 0.76 against 1.38, N = 128 1.34 against 1.57. On an Intel Xeon
+    # the crossover lay at 45 keys (float32) and 22 (int32) when the counts
+    # were kept in L1, which took 1.4-2x the time of counts in registers.
     COUNT_KEYS = 64
 
 

@@ -219,9 +219,9 @@ def test_short_row_counted_answers_as_jnp(n, dtype, threads, min_parallel):
 @pytest.mark.parametrize("dtype", ["float32", "int32", "int8"])
 @pytest.mark.parametrize("m", [1, 31, 32, 33, 95])
 def test_counted_tiles_and_their_tail(m, dtype, threads, min_parallel):
-    """The count takes its needles 32 at a time, and pads the last few to a
-    tile with the last of them: jnp's answers for every needle whatever m
-    leaves over, the last needle a NaN, a key of the row, or neither."""
+    """The count takes 4-byte keys' needles 32 at a time, then the last few
+    on their own: jnp's answers for every needle whatever m leaves over,
+    the last needle a NaN, a key of the row, or neither."""
     rng = seeded("count tiles", m, dtype, threads)
     a = sort_keys(random_keys(rng, 20, dtype))
     for last in ("nan", "key", "any"):
