@@ -602,6 +602,8 @@ cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_s
     while start < m:
         size = min(<Py_ssize_t>(COUNT_TILE if sizeof(key_t) == 4 else COUNT_BLOCK), m - start)
         if size == COUNT_TILE:
+            # The constant, not `size`: inlined, the loops then have a fixed
+            # count, and the tile's counts stay in registers.
             count_before_needles(a, na, v + start, COUNT_TILE, counts, side)
         else:
             count_before_needles(a, na, v + start, size, counts, side)
