@@ -89,6 +89,14 @@ def gathers_search(int key_bytes, long long keys):
     return bool(gathers_take(key_bytes, keys))
 
 
+def table_checked(int key_bytes, long long n, long long m):
+    """Whether a binary-searched call of one row of m needles in n keys of
+    key_bytes bytes, under the built-in rule (no `table_check` attribute),
+    checks `a`: to take its bin table where the gathers serve, else the
+    lower-bound search (tables_pay)."""
+    return bool(table_rule(key_bytes, n, 1, m, 1, TABLE_CHECK_BUILT_IN))
+
+
 def runs_x86_64_v3():
     """Whether this CPU (and its OS) runs the x86-64-v3 build of this module:
     AVX, AVX2, BMI1, BMI2, FMA, F16C, LZCNT and MOVBE, with the AVX registers

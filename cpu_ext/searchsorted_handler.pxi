@@ -106,11 +106,12 @@ cdef enum:
     # GATHER_CHECK_MIN_BYTES are checked where they have at least
     # SMALL_ROW_NEEDLES needles per key (and take a table: TABLE_MIN_BYTES),
     # rows below LARGE_ROW_BYTES where they have at most GATHER_CHECK_RATIO
-    # keys per needle.
+    # keys per needle, larger rows at most LARGE_ROW_CHECK_RATIO.
     GATHER_CHECK_MIN_BYTES = 2097152  # 2 MiB
     SMALL_ROW_NEEDLES = 4
     LARGE_ROW_BYTES = 16777216  # 16 MiB
-    GATHER_CHECK_RATIO = 8
+    GATHER_CHECK_RATIO = 16
+    LARGE_ROW_CHECK_RATIO = 48
     # The `table_check` attribute's value for the rule above; any other
     # (>= 0) replaces the rule where the gathers take the row: a row of
     # TABLE_MIN_BYTES or more is checked where it has at most table_check
@@ -780,7 +781,16 @@ cdef long search_parts(int64_t rows, int64_t n, int64_t m, int threads,
 
 
 cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
-    """Whether a binary-searched call checks `a`, so that its sorted rows
+    """table_rule for the call's shape, a_rows of its rows of `a` distinct."""
+    return table_rule(key_bytes(job.shape.a_buf.dtype), job.shape.n, a_rows, job.shape.m,
+                      job.shape.rows, job.table_check)
+
+
+cdef bint table_rule(int key_size, int64_t n, int64_t a_rows, int64_t m, int64_t rows,
+                     int64_t table_check) noexcept nogil:
+    """Whether a binary-searched call of `rows` rows of m needles in n keys
+    of key_size bytes (a_rows of its rows of `a` distinct; `table_check`
+    its attribute) checks `a`, so that its sorted rows
     take the lower-bound search or their bin tables: where it has at most
     BISECT_CHECK_RATIO keys of `a` to read per needle. Where jnp's probes
     run in gathers (gather_probes.pxd), faster than the lower-bound search,
@@ -788,21 +798,28 @@ cdef bint tables_pay(const SearchJob* job, int64_t a_rows) noexcept nogil:
     on two cores (Intel Xeon), the table (searched by gathers too) against
     the gathers: N = 1e5 1.2-1.8x their time from M = N/16 to N/5, 1.12x at
     N, 0.86x at 4N, 0.80x at 20N; N = 1e6 1.30x at N/16, 0.98x at N/10, 0.75x
-    at N/5, 0.62x at N; N = 1e7 0.60x at N/16."""
-    cdef int key_size = key_bytes(job.shape.a_buf.dtype)
-    cdef int64_t row_bytes = job.shape.n * key_size
+    at N/5, 0.62x at N; N = 1e7 0.60x at N/16. Measured later on two cores of
+    an AMD EPYC, the table paid further. The default call, table against
+    gathers,
+    sorted / unsorted needles: float32 N = 1e6 0.51x / 0.59x at M = N/10,
+    0.85x / 0.72x at N/17, 1.17x / 0.82x at N/24, 1.31x / 1.17x at N/33;
+    N = 3e6 0.50x / 0.66x at N/24, 0.69x / 0.91x at N/48; N = 1e7 0.75x /
+    0.62x at N/33, 0.76x / 0.82x at N/50, 0.87x / 1.12x at N/67, 1.01x /
+    1.02x at N/100; N = 3e7 0.73x / 0.59x at N/48, 0.97x / 0.77x at N/96.
+    int32 N = 3e6 0.71x / 0.67x at N/24, 1.43x / 1.11x at N/48; N = 1e7
+    0.70x / 0.86x at N/50, 1.09x / 0.95x at N/100. Hence 16 keys per
+    needle under 16 MiB and 48 above."""
+    cdef int64_t row_bytes = n * key_size
     cdef int64_t ratio = BISECT_CHECK_RATIO
-    if gathers_take(key_size, job.shape.n):
-        if job.table_check != TABLE_CHECK_BUILT_IN:
+    if gathers_take(key_size, n):
+        if table_check != TABLE_CHECK_BUILT_IN:
             # The tuned ratio, in sixteenths of a key per needle.
-            return (row_bytes >= TABLE_MIN_BYTES and <double>job.shape.n * a_rows * 16
-                    <= <double>job.table_check * job.shape.m * job.shape.rows)
+            return (row_bytes >= TABLE_MIN_BYTES
+                    and <double>n * a_rows * 16 <= <double>table_check * m * rows)
         if row_bytes < GATHER_CHECK_MIN_BYTES:
-            return (row_bytes >= TABLE_MIN_BYTES and job.shape.m * job.shape.rows
-                    >= SMALL_ROW_NEEDLES * job.shape.n * a_rows)
-        if row_bytes < LARGE_ROW_BYTES:
-            ratio = GATHER_CHECK_RATIO
-    return job.shape.n * a_rows <= ratio * job.shape.m * job.shape.rows
+            return row_bytes >= TABLE_MIN_BYTES and m * rows >= SMALL_ROW_NEEDLES * n * a_rows
+        ratio = GATHER_CHECK_RATIO if row_bytes < LARGE_ROW_BYTES else LARGE_ROW_CHECK_RATIO
+    return n * a_rows <= ratio * m * rows
 
 
 cdef const char* search_plan(SearchJob* job, const XLA_FFI_CallFrame* cf, int threads,

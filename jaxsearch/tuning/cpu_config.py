@@ -52,8 +52,9 @@ class CpuConfig:
         the row has at most this many keys per needle and 2 KiB of keys or
         more, else by the gathers alone; >= 0 (inf: always), or None
         (default) for the built-in rule: rows under 2 MiB at a quarter of
-        a key per needle, under 16 MiB at 8, larger ones at 16 (float32
-        on a 2-core Intel Xeon). It decides only for calls whose kernel for
+        a key per needle (float32 on a 2-core Intel Xeon), under 16 MiB
+        at 16, larger ones at 48 (float32 and int32 on a 2-core AMD
+        EPYC). It decides only for calls whose kernel for
         sorted needles is the binary search (past `bisect_ratio`): the
         others check `a` anyway, and take the table.
       bucket_keys_per_needle: a row of needles in any order (of

@@ -15,6 +15,7 @@ they could mislead.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -230,6 +231,24 @@ def test_the_tuned_table_check(ratio):
                              min_parallel=700, table_check_ratio=ratio)
             np.testing.assert_array_equal(np.asarray(got), like_jnp(a, v, side),
                                           err_msg=f"{case}, {side}")
+
+
+@pytest.mark.skipif(not cpu.gathers_search(np.float32, N_FLOAT32),
+                    reason="the gathers serve the x86-64-v3 build only")
+@pytest.mark.parametrize("n, fewest_needles", [
+    (250_000, 1_000_000),    # 1 MB: four needles per key
+    (1_000_000, 62_500),     # 4 MB: 16 keys per needle
+    (4_194_303, 262_144),    # a key under 16 MiB: 16
+    (4_194_304, 87_382),     # 16 MiB: 48
+    (10_000_000, 208_334),   # 40 MB: 48
+])
+def test_the_built_in_table_check(n, fewest_needles):
+    """Where the gathers serve, a binary-searched row of 4-byte keys takes
+    its bin table (and the check of `a` it needs) from these many needles
+    under the built-in rule: four needles per key under 2 MiB, a needle
+    per 16 keys under 16 MiB, per 48 keys from there."""
+    checked = functools.partial(cpu._ext.table_checked, 4, n)
+    assert checked(fewest_needles) and not checked(fewest_needles - 1)
 
 
 @pytest.mark.parametrize("field, attribute, default", [

@@ -46,8 +46,9 @@ BUCKET_SWEEP_MIN_BYTES = 1 << 20
 # A bucket_min_bytes no call reaches: the buckets off.
 NO_BUCKETS = 2**31 - 1
 # Needles per key at which the bin table is timed against the gathers
-# (a ladder of one step, as `crossover` takes).
-TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-4, 3))
+# (a ladder of one step, as `crossover` takes): from one needle per 64 keys,
+# where the table still paid on rows of 40-120 MB (AMD EPYC, 2 cores).
+TABLE_NEEDLES_PER_KEY = tuple(2.0**k for k in range(-6, 3))
 # Needles per key at which the buckets are timed against the bin table, at
 # the largest size the buckets are timed at (one needle per 64 keys to one
 # per 2).
