@@ -596,7 +596,11 @@ cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_s
     N = 128 1.01 -> 0.60; int32 N = 32 0.29 -> 0.18; N = 9 0.10 -> 0.11,
     where reading the needles and writing the answers take most of the
     time. Other keys lost in such tiles (float64 N = 8 0.22 -> 0.26-0.35 ms,
-    int16 N = 8 0.10 -> 0.12) and keep the blocks."""
+    int16 N = 8 0.10 -> 0.12) and keep the blocks. A tile's answers are
+    copied with the constant count too: with `size`, gcc made an int32
+    tile's copy a `rep movsq` (with count_before_needles' zeroing, since
+    gone, 1e6 int32 needles at N = 9 took 0.64 ms on two cores, 0.27
+    without)."""
     cdef Py_ssize_t na = non_nan_prefix(a, n), start = 0, size
     cdef int32_t counts[COUNT_BLOCK]
     while start < m:
@@ -605,22 +609,30 @@ cdef inline void count_kernel(const key_t* a, Py_ssize_t n, const key_t* v, Py_s
             # The constant, not `size`: inlined, the loops then have a fixed
             # count, and the tile's counts stay in registers.
             count_before_needles(a, na, v + start, COUNT_TILE, counts, side)
+            answer_counts(v + start, COUNT_TILE, counts, na, n, out + start, side)
         else:
             count_before_needles(a, na, v + start, size, counts, side)
-        answer_counts(v + start, size, counts, na, n, out + start, side)
+            answer_counts(v + start, size, counts, na, n, out + start, side)
         start += size
 
 
 cdef inline void count_before_needles(const key_t* a, Py_ssize_t na, const key_t* v,
                                       Py_ssize_t size, int32_t* counts,
                                       const side_t* side) noexcept nogil:
-    """counts[j], j < size: the keys of a[0:na] counted for needle v[j]."""
+    """counts[j], j < size: the keys of a[0:na] counted for needle v[j].
+    The counts start from the first key's compares, not from zeros: gcc
+    made the zeroing of a tile a `rep stosq`, and its startup took a fifth
+    of the kernel's time at N = 9 (int32)."""
     cdef bint right = side_t is RightSide
     cdef Py_ssize_t i, j
     cdef key_t key
+    if na == 0:
+        for j in range(size):
+            counts[j] = 0
+        return
     for j in range(size):
-        counts[j] = 0
-    for i in range(na):
+        counts[j] = before(a[0], v[j], right)
+    for i in range(1, na):
         key = a[i]
         for j in range(size):
             counts[j] += before(key, v[j], right)

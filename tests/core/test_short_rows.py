@@ -236,6 +236,22 @@ def test_counted_tiles_and_their_tail(m, dtype, threads, min_parallel):
                 like_jnp(a, v, side), err_msg=f"{side}, last needle {last}")
 
 
+@pytest.mark.parametrize("threads, min_parallel", THREADS)
+@pytest.mark.parametrize("finite_keys", [0, 1, 2])
+def test_counts_start_from_the_first_key(finite_keys, threads, min_parallel):
+    """The count starts each needle's count from its compare with the
+    first key that is not NaN, and a row of NaN keys alone counts none:
+    rows of 9 float32 keys with none, one or two keys before their NaN,
+    needles below, at, between and above them, and NaN; jnp's answers."""
+    a = np.full(9, np.nan, np.float32)
+    a[:finite_keys] = [-1.0, 2.0][:finite_keys]
+    v = np.tile(np.array([-2, -1, 0, 2, 3, np.nan], np.float32), 11)  # 66: two tiles and a tail
+    for side in SIDES:
+        np.testing.assert_array_equal(
+            cpu_search(a, v, side, "any", "bisect", threads, min_parallel), like_jnp(a, v, side),
+            err_msg=side)
+
+
 @pytest.mark.parametrize("n, count_keys", [(100, 128), (200, 200), (9, 0), (9, 8)])
 def test_count_keys_moves_the_edge(n, count_keys):
     """`count_keys` in force decides which rows are counted: a row of 100 or
