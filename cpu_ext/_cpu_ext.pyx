@@ -93,7 +93,7 @@ def table_checked(int key_bytes, long long n, long long m):
     """Whether a binary-searched call of one row of m needles in n keys of
     key_bytes bytes, under the built-in rule (no `table_check` attribute),
     checks `a`: to take its bin table where the gathers serve, else the
-    lower-bound search (tables_pay)."""
+    lower-bound search (table_rule)."""
     return bool(table_rule(key_bytes, n, 1, m, 1, TABLE_CHECK_BUILT_IN))
 
 

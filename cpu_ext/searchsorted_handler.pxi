@@ -800,8 +800,7 @@ cdef bint table_rule(int key_size, int64_t n, int64_t a_rows, int64_t m, int64_t
     N, 0.86x at 4N, 0.80x at 20N; N = 1e6 1.30x at N/16, 0.98x at N/10, 0.75x
     at N/5, 0.62x at N; N = 1e7 0.60x at N/16. Measured later on two cores of
     an AMD EPYC, the table paid further. The default call, table against
-    gathers,
-    sorted / unsorted needles: float32 N = 1e6 0.51x / 0.59x at M = N/10,
+    gathers, sorted / unsorted needles: float32 N = 1e6 0.51x / 0.59x at M = N/10,
     0.85x / 0.72x at N/17, 1.17x / 0.82x at N/24, 1.31x / 1.17x at N/33;
     N = 3e6 0.50x / 0.66x at N/24, 0.69x / 0.91x at N/48; N = 1e7 0.75x /
     0.62x at N/33, 0.76x / 0.82x at N/50, 0.87x / 1.12x at N/67, 1.01x /
